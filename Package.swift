@@ -1,0 +1,62 @@
+// swift-tools-version: 6.0
+//
+// ObserveCore: key-value observation for Swift with a C core.
+//
+// Conditional-compilation flags (see each paragraph before enabling one by hand):
+//
+// - COBS_INTERNAL_CHECKS (C): every mutating registry call re-verifies the table's invariants
+//   in debug builds. It turns O(1) operations into O(capacity) ones and so invalidates every
+//   documented performance guarantee; it is on for debug builds (tests) only.
+// - COBS_DETERMINISTIC_HASHING (C): `cobs_registry_create` uses a fixed seed instead of
+//   `arc4random_buf`. Tests that need reproducible collisions call `cobs_registry_create_with`
+//   with an explicit seed instead, so this stays off; enable it to reproduce a run exactly.
+import PackageDescription
+
+let package = Package(
+    name: "ObserveCore",
+    products: [
+        .library(name: "ObserveCore", targets: ["ObserveCore"]),
+        // observe-bench is deliberately not a product: it is not part of the public interface.
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    ],
+    targets: [
+        .target(
+            name: "CObserveCore",
+            path: "Sources/CObserveCore",
+            cSettings: [
+                .define("COBS_INTERNAL_CHECKS", .when(configuration: .debug)),
+                // .define("COBS_DETERMINISTIC_HASHING"),
+            ],
+            linkerSettings: [.linkedLibrary("bsd")]
+        ),
+        .target(
+            name: "ObserveCore",
+            dependencies: ["CObserveCore"],
+            path: "Sources/ObserveCore"
+        ),
+        .executableTarget(
+            name: "observe-bench",
+            dependencies: [
+                "ObserveCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Sources/observe-bench"
+        ),
+        .testTarget(
+            name: "CObserveCoreTests",
+            dependencies: ["CObserveCore"],
+            path: "Tests/CObserveCoreTests"
+        ),
+        .testTarget(
+            name: "ObserveCoreTests",
+            dependencies: ["ObserveCore"],
+            path: "Tests/ObserveCoreTests"
+        ),
+    ]
+)

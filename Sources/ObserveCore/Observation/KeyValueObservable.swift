@@ -1,0 +1,326 @@
+import Dispatch
+
+/// A class whose properties can be observed.
+///
+/// Conform, store a ``KeyValueRegistrar``, declare an ``ObservableKey`` for each observable
+/// property and announce its changes from `willSet`/`didSet`:
+///
+/// ```swift
+/// final class Person: KeyValueObservable {
+///     let kvoRegistrar = KeyValueRegistrar()
+///
+///     static let name = ObservableKey(\Person.name)
+///     var name = "" {
+///         willSet { kvoRegistrar.willSet(Person.name, of: self, from: name) }
+///         didSet { kvoRegistrar.didSet(Person.name, of: self, from: oldValue, to: name) }
+///     }
+/// }
+///
+/// let person = Person()
+/// let token = person.observe(\.name, options: [.old, .new]) { person, change in
+///     print(change.oldValue ?? "-", "->", change.newValue ?? "-")
+/// }
+/// person.name = "Ada"    // prints "" -> Ada
+/// ```
+///
+/// The name avoids the Observation module's `Observable` and Combine's `ObservableObject`, so
+/// a class may adopt those too.
+///
+/// Lifetimes: every registration on an object is removed when the object deinitialises; an
+/// observer is held weakly, and ObserveCore never messages a deallocated observer.
+public protocol KeyValueObservable: AnyObject {
+    /// The object's registrar. Store it as `let kvoRegistrar = KeyValueRegistrar()`; never share it.
+    var kvoRegistrar: KeyValueRegistrar { get }
+}
+
+// MARK: - Observing with a token
+
+extension KeyValueObservable {
+    /// Observes one property until the returned token is cancelled or released.
+    ///
+    /// ```swift
+    /// let token = person.observe(\.age, options: [.old, .new]) { person, change in
+    ///     print(person.name, change.oldValue!, "->", change.newValue!)
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - keyPath: The property, rooted at the class that declares its ``ObservableKey``.
+    ///   - options: What the handler receives and when; `[.new]` by default.
+    ///   - delivery: Where the handler runs; inline on the mutating thread by default.
+    ///   - handler: Called with the object and the typed change.
+    /// - Returns: The token that keeps the observation alive.
+    public func observe<Value>(
+        _ keyPath: KeyPath<Self, Value>,
+        options: ObservationOptions = [.new],
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Self, ObservedChange<Value>) -> Void
+    ) -> ObservationToken {
+        let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery) {
+            object, _, change in handler(object, change)
+        }
+        return ObservationToken(registration.map { [$0] } ?? [])
+    }
+
+    /// Observes several properties of one type with one handler, which is told which changed.
+    ///
+    /// ```swift
+    /// let token = person.observe([\.firstName, \.lastName]) { person, keyPath, change in
+    ///     print(keyPath == \Person.firstName ? "first" : "last", change.newValue!)
+    /// }
+    /// ```
+    public func observe<Value>(
+        _ keyPaths: [KeyPath<Self, Value>],
+        options: ObservationOptions = [.new],
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Self, KeyPath<Self, Value>, ObservedChange<Value>) -> Void
+    ) -> ObservationToken {
+        var registrations: [_AnyRegistration] = []
+        for keyPath in keyPaths {
+            if let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery, {
+                object, _, change in handler(object, keyPath, change)
+            }) { registrations.append(registration) }
+        }
+        return ObservationToken(registrations)
+    }
+
+    /// Observes several properties of any types with one handler; values arrive as `Any`.
+    ///
+    /// ```swift
+    /// let token = person.observe([\.name, \.age] as [PartialKeyPath<Person>]) { person, keyPath, change in
+    ///     print(keyPath, change.newValue!)
+    /// }
+    /// ```
+    public func observe(
+        _ keyPaths: [PartialKeyPath<Self>],
+        options: ObservationOptions = [.new],
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Self, PartialKeyPath<Self>, ObservedChange<Any>) -> Void
+    ) -> ObservationToken {
+        var registrations: [_AnyRegistration] = []
+        for keyPath in keyPaths {
+            guard let opener = keyPath as? any _ErasedKeyPath else {
+                preconditionFailure("ObserveCore: \(keyPath) is not a readable key path")
+            }
+            if let registration = opener._registerErased(on: self, observer: nil, context: .none, options: options,
+                                                         delivery: delivery, { object, _, keyPath, change in
+                                                             handler(object, keyPath, change)
+                                                         }) {
+                registrations.append(registration)
+            }
+        }
+        return ObservationToken(registrations)
+    }
+}
+
+// MARK: - Observer-tagged registration
+
+extension KeyValueObservable {
+    /// Registers `observer` for a property, in the style of Foundation's `addObserver`.
+    ///
+    /// The observer is held weakly and handed back to the handler, so the handler needs no
+    /// `[weak self]`. Registering the same (observer, key path, context) again keeps the first
+    /// registration; another context makes a second one. The registration lasts until it is
+    /// removed, the object dies, or the observer dies.
+    ///
+    /// ```swift
+    /// person.addObserver(self, for: \.age, options: [.new]) { me, person, change in
+    ///     me.ageLabel = "\(change.newValue!)"
+    /// }
+    /// person.removeObserver(self, for: \.age)
+    /// ```
+    public func addObserver<Observer: AnyObject, Value>(
+        _ observer: Observer,
+        for keyPath: KeyPath<Self, Value>,
+        options: ObservationOptions = [.new],
+        context: ObservationContext = .none,
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Observer, Self, ObservedChange<Value>) -> Void
+    ) {
+        _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
+            object, observer, change in handler(unsafeDowncast(observer!, to: Observer.self), object, change)
+        }
+    }
+
+    /// Registers `observer` for several properties of one type; the handler is told which changed.
+    public func addObserver<Observer: AnyObject, Value>(
+        _ observer: Observer,
+        for keyPaths: [KeyPath<Self, Value>],
+        options: ObservationOptions = [.new],
+        context: ObservationContext = .none,
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Observer, Self, KeyPath<Self, Value>, ObservedChange<Value>) -> Void
+    ) {
+        for keyPath in keyPaths {
+            _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
+                object, observer, change in
+                handler(unsafeDowncast(observer!, to: Observer.self), object, keyPath, change)
+            }
+        }
+    }
+
+    /// Registers `observer` for several properties of any types; values arrive as `Any`.
+    public func addObserver<Observer: AnyObject>(
+        _ observer: Observer,
+        for keyPaths: [PartialKeyPath<Self>],
+        options: ObservationOptions = [.new],
+        context: ObservationContext = .none,
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Observer, Self, PartialKeyPath<Self>, ObservedChange<Any>) -> Void
+    ) {
+        for keyPath in keyPaths {
+            guard let opener = keyPath as? any _ErasedKeyPath else {
+                preconditionFailure("ObserveCore: \(keyPath) is not a readable key path")
+            }
+            _ = opener._registerErased(on: self, observer: observer, context: context, options: options,
+                                       delivery: delivery) { object, observer, keyPath, change in
+                handler(unsafeDowncast(observer!, to: Observer.self), object, keyPath, change)
+            }
+        }
+    }
+}
+
+// MARK: - Removal
+
+extension KeyValueObservable {
+    /// Removes `observer`'s registrations for `keyPath`, whatever their context.
+    /// Removing what is not registered does nothing.
+    public func removeObserver(_ observer: AnyObject, for keyPath: PartialKeyPath<Self>) {
+        let address = UInt(bitPattern: ObjectIdentifier(observer))
+        _remove(keyPath) { $0.observerAddress == address }
+    }
+
+    /// Removes `observer`'s registration for `keyPath` made with `context`.
+    /// Removing what is not registered does nothing.
+    public func removeObserver(_ observer: AnyObject, for keyPath: PartialKeyPath<Self>, context: ObservationContext) {
+        let address = UInt(bitPattern: ObjectIdentifier(observer))
+        _remove(keyPath) { $0.observerAddress == address && $0.context == context.rawValue }
+    }
+
+    /// Removes `observer`'s registrations for each of `keyPaths`.
+    public func removeObserver(_ observer: AnyObject, for keyPaths: [PartialKeyPath<Self>]) {
+        for keyPath in keyPaths { removeObserver(observer, for: keyPath) }
+    }
+
+    /// Removes the registrations of each of `observers` for `keyPath`.
+    public func removeObservers(_ observers: [AnyObject], for keyPath: PartialKeyPath<Self>) {
+        let addresses = Set(observers.map { UInt(bitPattern: ObjectIdentifier($0)) })
+        _remove(keyPath) { addresses.contains($0.observerAddress) }
+    }
+
+    /// Removes every registration for `keyPath`, observer-tagged and token-based alike
+    /// (their tokens become inert).
+    public func removeAllObservers(for keyPath: PartialKeyPath<Self>) {
+        _remove(keyPath) { _ in true }
+    }
+
+    /// Removes every registration on this object.
+    public func removeAllObservers() {
+        kvoRegistrar._registry.remove(object: UInt(bitPattern: ObjectIdentifier(self)), keyID: nil,
+                                      registrar: kvoRegistrar) { _ in true }
+    }
+
+    private func _remove(_ keyPath: PartialKeyPath<Self>, where matches: (_AnyRegistration) -> Bool) {
+        guard let keyID = _KeyTable.shared.existingID(for: keyPath) else { return }
+        kvoRegistrar._registry.remove(object: UInt(bitPattern: ObjectIdentifier(self)), keyID: keyID,
+                                      registrar: kvoRegistrar, where: matches)
+    }
+}
+
+// MARK: - Introspection
+
+extension KeyValueObservable {
+    /// The key paths that currently have at least one registration on this object.
+    public var observedKeyPaths: [PartialKeyPath<Self>] {
+        var seen = Set<AnyKeyPath>()
+        var result: [PartialKeyPath<Self>] = []
+        for registration in _registrations(nil) where seen.insert(registration.keyPath).inserted {
+            if let keyPath = registration.keyPath as? PartialKeyPath<Self> { result.append(keyPath) }
+        }
+        return result
+    }
+
+    /// The live observers registered for `keyPath` (token-based registrations have none).
+    public func observers(for keyPath: PartialKeyPath<Self>) -> [AnyObject] {
+        guard let keyID = _KeyTable.shared.existingID(for: keyPath) else { return [] }
+        return _registrations(keyID).compactMap { $0.hasObserver ? $0._observer : nil }
+    }
+
+    /// The number of live registrations on this object (all key paths, all forms).
+    public var observationCount: Int { _registrations(nil).count }
+
+    /// A readable listing of this object's registrations, one per line.
+    public var observationDebugDescription: String {
+        let lines = _registrations(nil).map(\._debugLine)
+        return lines.isEmpty ? "\(Self.self): no registrations" : lines.joined(separator: "\n")
+    }
+
+    private func _registrations(_ keyID: UInt32?) -> [_AnyRegistration] {
+        kvoRegistrar._registry.registrations(object: UInt(bitPattern: ObjectIdentifier(self)), keyID: keyID)
+    }
+}
+
+// MARK: - Registration core
+
+extension KeyValueObservable {
+    /// Adds one registration; nil when it duplicates an observer's existing one.
+    internal func _register<Value>(
+        _ keyPath: KeyPath<Self, Value>,
+        observer: AnyObject?,
+        context: ObservationContext,
+        options: ObservationOptions,
+        delivery: ObservationDelivery,
+        _ handler: @escaping (Self, AnyObject?, ObservedChange<Value>) -> Void
+    ) -> _AnyRegistration? {
+        if options.contains(.skipEqualValues) {
+            precondition(Value.self is any Equatable.Type,
+                         "ObserveCore: .skipEqualValues needs an Equatable value, but \(keyPath) holds \(Value.self)")
+        }
+        let registrar = kvoRegistrar
+        let address = registrar._bind(to: self)
+        let queue: DispatchQueue?
+        switch delivery {
+        case .inline: queue = nil
+        case .queue(let q): queue = q
+        }
+        let registration = _PropertyRegistration<Self, Value>(
+            registrar: registrar, objectAddress: address, keyID: _KeyTable.shared.id(for: keyPath),
+            keyPath: keyPath, context: context.rawValue, observer: observer, options: options, queue: queue,
+            handler: handler)
+        guard registrar._registry.add(registration) else { return nil }
+        if let observer = observer as? any KeyValueObservable {
+            observer.kvoRegistrar._noteObserving(registration)
+        }
+        if options.contains(.initial) {
+            registration._deliver(self, ObservedChange(
+                oldValue: nil, newValue: options.contains(.new) ? self[keyPath: keyPath] : nil, isInitial: true))
+        }
+        return registration
+    }
+}
+
+/// Opens a `PartialKeyPath`'s value type so that a typed registration can be made for it.
+internal protocol _ErasedKeyPath {
+    func _registerErased<Object: KeyValueObservable>(
+        on object: Object, observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
+        delivery: ObservationDelivery,
+        _ handler: @escaping (Object, AnyObject?, PartialKeyPath<Object>, ObservedChange<Any>) -> Void
+    ) -> _AnyRegistration?
+}
+
+extension KeyPath: _ErasedKeyPath {
+    func _registerErased<Object: KeyValueObservable>(
+        on object: Object, observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
+        delivery: ObservationDelivery,
+        _ handler: @escaping (Object, AnyObject?, PartialKeyPath<Object>, ObservedChange<Any>) -> Void
+    ) -> _AnyRegistration? {
+        guard let keyPath = self as? KeyPath<Object, Value> else {
+            preconditionFailure("ObserveCore: \(self) is not rooted at \(Object.self)")
+        }
+        return object._register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
+            object, observer, change in
+            handler(object, observer, keyPath, ObservedChange<Any>(
+                oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },
+                isPrior: change.isPrior, isInitial: change.isInitial))
+        }
+    }
+}

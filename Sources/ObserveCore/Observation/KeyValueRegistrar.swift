@@ -1,0 +1,167 @@
+import Synchronization
+
+/// The per-object state that makes an object observable: a few bits that tell a setter whether
+/// anyone listens, and the hook that removes the object's registrations when it dies.
+///
+/// Every ``KeyValueObservable`` class stores one, as a `let`, and announces its changes through
+/// ``willSet(_:of:from:)`` and ``didSet(_:of:from:to:)``:
+///
+/// ```swift
+/// final class Person: KeyValueObservable {
+///     let kvoRegistrar = KeyValueRegistrar()
+///
+///     static let age = ObservableKey(\Person.age)
+///     var age = 0 {
+///         willSet { kvoRegistrar.willSet(Person.age, of: self, from: age) }
+///         didSet { kvoRegistrar.didSet(Person.age, of: self, from: oldValue, to: age) }
+///     }
+/// }
+/// ```
+///
+/// A set that nobody observes costs one relaxed atomic load and a branch: no lock, no call into
+/// the registry, no allocation, no key path.
+///
+/// - Warning: A registrar serves exactly one object, the one that stores it. Do not share it,
+///   store it elsewhere, or hand it to another object: registrations die when the registrar does.
+public final class KeyValueRegistrar: @unchecked Sendable {
+    /// Bit `1 << (key id % 64)` is set while some registration on this object may need a
+    /// `didSet` notification for a key with that bit (false positives only cost a lookup).
+    @usableFromInline internal let _observedMask = Atomic<UInt64>(0)
+    /// The same for registrations that asked for `.prior` (checked by `willSet`).
+    @usableFromInline internal let _priorMask = Atomic<UInt64>(0)
+    /// The registry this object's registrations live in.
+    @usableFromInline internal let _registry: _Registry
+    /// The address of the object this registrar serves, 0 until the first registration.
+    private let _objectAddress = Atomic<UInt>(0)
+    /// Registrations in which this registrar's object is the *observer*; cancelled on deinit.
+    private let _asObserverLock = _Lock()
+    private var _asObserver: [_AnyRegistration] = []
+    private var _asObserverPruneAt = 8
+
+    /// Creates a registrar on ``ObservationRuntime/defaultBackend``.
+    public convenience init() {
+        self.init(backend: ObservationRuntime.defaultBackend)
+    }
+
+    /// Creates a registrar whose registrations live in the given backend's registry (the
+    /// benchmark and the tests use this to run both side by side).
+    public init(backend: ObservationBackend) {
+        _registry = _Registry.shared(backend)
+    }
+
+    /// The backend this registrar's registrations live in.
+    public var backend: ObservationBackend { _registry.backend }
+
+    deinit {
+        let object = _objectAddress.load(ordering: .acquiring)
+        if object != 0 { _registry.removeObject(object) }
+        _asObserverLock.lock()
+        let observing = _asObserver
+        _asObserver = []
+        _asObserverLock.unlock()
+        for registration in observing { registration.registry.remove(registration) }
+    }
+
+    // MARK: Announcing changes (the setter path)
+
+    /// Announces that the property of `key` on `object` is about to change from `oldValue`.
+    /// Call it from the property's `willSet`; it notifies observers that asked for `.prior`.
+    @inlinable
+    public func willSet<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, of object: Root, from oldValue: Value) {
+        if _priorMask.load(ordering: .relaxed) & key._bit == 0 { return }
+        _notifyPrior(key, object, oldValue)
+    }
+
+    /// Announces that the property of `key` on `object` changed from `oldValue` to `newValue`.
+    /// Call it from the property's `didSet`; it notifies every observer of the property.
+    @inlinable
+    public func didSet<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, of object: Root,
+                                                        from oldValue: Value, to newValue: Value) {
+        if _observedMask.load(ordering: .relaxed) & key._bit == 0 { return }
+        _notify(key, object, oldValue, newValue)
+    }
+
+    @inlinable @inline(never)
+    internal func _notify<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
+                                                           _ oldValue: Value, _ newValue: Value) {
+        let address = UInt(bitPattern: ObjectIdentifier(object))
+        guard let registrations = _registry.collect(object: address, keyID: key._id) else { return }
+        guard _enterDelivery(keyID: key._id) else { return }
+        defer { _ThreadDepth.leave() }
+        var equality: Bool? = nil
+        for entry in registrations {
+            let registration = unsafeDowncast(entry, to: _PropertyRegistration<Root, Value>.self)
+            let options = registration.options
+            if options.contains(.skipEqualValues) {
+                if equality == nil { equality = _valuesEqual(oldValue, newValue) }
+                if equality == true { continue }
+            }
+            registration._deliver(object, ObservedChange(
+                oldValue: options.contains(.old) ? oldValue : nil,
+                newValue: options.contains(.new) ? newValue : nil))
+        }
+    }
+
+    @inlinable @inline(never)
+    internal func _notifyPrior<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
+                                                                _ oldValue: Value) {
+        let address = UInt(bitPattern: ObjectIdentifier(object))
+        guard let registrations = _registry.collect(object: address, keyID: key._id) else { return }
+        guard _enterDelivery(keyID: key._id) else { return }
+        defer { _ThreadDepth.leave() }
+        for entry in registrations where entry.options.contains(.prior) {
+            let registration = unsafeDowncast(entry, to: _PropertyRegistration<Root, Value>.self)
+            registration._deliver(object, ObservedChange(
+                oldValue: registration.options.contains(.old) ? oldValue : nil,
+                newValue: nil, isPrior: true))
+        }
+    }
+
+    /// Raises the thread's notification depth; false (after reporting) when the limit is hit.
+    @usableFromInline
+    internal func _enterDelivery(keyID: UInt32) -> Bool {
+        let depth = _ThreadDepth.enter()
+        if depth <= ObservationRuntime.maximumNotificationDepth { return true }
+        _ThreadDepth.leave()
+        let name = _KeyTable.shared.keyPath(for: keyID).map { "\($0)" } ?? "key #\(keyID)"
+        ObservationRuntime._reportRunawayRecursion(
+            "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) levels deep on one "
+            + "thread (limit \(ObservationRuntime.maximumNotificationDepth)). An observer keeps re-triggering "
+            + "the change it observes; the notification at this depth was dropped.")
+        return false
+    }
+
+    // MARK: Registration plumbing
+
+    /// Binds the registrar to the object it serves (on first registration) and checks it is
+    /// not being used for another object.
+    internal func _bind(to object: AnyObject) -> UInt {
+        let address = UInt(bitPattern: ObjectIdentifier(object))
+        let (exchanged, original) = _objectAddress.compareExchange(expected: 0, desired: address, ordering: .acquiringAndReleasing)
+        precondition(exchanged || original == address,
+                     "ObserveCore: this KeyValueRegistrar already serves another object; every observable object "
+                     + "needs its own registrar (`let kvoRegistrar = KeyValueRegistrar()`), never a shared one")
+        return address
+    }
+
+    /// Records that this registrar's object observes through `registration`, so that the
+    /// registration is removed when the object dies.
+    internal func _noteObserving(_ registration: _AnyRegistration) {
+        _asObserverLock.lock()
+        defer { _asObserverLock.unlock() }
+        _asObserver.append(registration)
+        if _asObserver.count >= _asObserverPruneAt {
+            _asObserver.removeAll { $0.isCancelled }
+            _asObserverPruneAt = max(8, _asObserver.count * 2)
+        }
+    }
+}
+
+/// `==` for two values of a type known only generically, when it is `Equatable`; nil otherwise.
+/// Decided by the type, so optionals (`nil == nil`) compare as their `Equatable` conformance says.
+@usableFromInline
+internal func _valuesEqual<Value>(_ a: Value, _ b: Value) -> Bool? {
+    func open<E: Equatable>(_: E.Type) -> Bool { (a as! E) == (b as! E) }
+    guard let equatable = Value.self as? any Equatable.Type else { return nil }
+    return open(equatable)
+}

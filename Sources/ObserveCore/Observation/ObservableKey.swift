@@ -1,0 +1,42 @@
+/// The identity of one observable property, fixed when the class declares it.
+///
+/// A setter announces its changes with the key, never with a `KeyPath`: building a key path on
+/// the setter path costs a runtime call and hashing it costs more than the whole unobserved set.
+/// Registration still speaks key paths (`observe(\.name)`); both meet at the same small integer id.
+///
+/// Declare one key per observable property, as a `static let` next to the property (a static
+/// member may share the property's name), and announce changes from `willSet`/`didSet`:
+///
+/// ```swift
+/// final class Person: KeyValueObservable {
+///     let kvoRegistrar = KeyValueRegistrar()
+///
+///     static let name = ObservableKey(\Person.name)
+///     var name = "" {
+///         willSet { kvoRegistrar.willSet(Person.name, of: self, from: name) }
+///         didSet { kvoRegistrar.didSet(Person.name, of: self, from: oldValue, to: name) }
+///     }
+/// }
+/// ```
+///
+/// The `willSet` line is needed only for observers that ask for ``ObservationOptions/prior``;
+/// leaving it out makes prior notifications silently absent, so keep it.
+///
+/// - Note: Observe a property through a key path rooted at the class that declares its key.
+///   For a subclass `Student: Person`, write `(student as Person).observe(\.name)`; a key path
+///   `\Student.name` is a different key path and is never announced by `Person`'s setter.
+public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
+    /// The key path this key stands for.
+    public let keyPath: KeyPath<Root, Value>
+    /// The small integer id shared with every registration made through ``keyPath``.
+    @usableFromInline internal let _id: UInt32
+    /// `1 << (id % 64)`: the bit this key sets in an object's observed-key masks.
+    @usableFromInline internal let _bit: UInt64
+
+    /// Declares the key for `keyPath`. Cheap enough for a `static let`; call it once per property.
+    public init(_ keyPath: KeyPath<Root, Value>) {
+        self.keyPath = keyPath
+        self._id = _KeyTable.shared.id(for: keyPath)
+        self._bit = _KeyTable.bit(for: self._id)
+    }
+}

@@ -1,0 +1,44 @@
+/// One change of an observed property, typed by the property's value.
+///
+/// Which values are present depends on the registration's ``ObservationOptions``:
+/// `oldValue` needs `.old`, `newValue` needs `.new`. For a property whose type is itself
+/// optional, `Value?` is a double optional: `.some(nil)` means "the value was nil".
+///
+/// ```swift
+/// person.observe(\.age, options: [.old, .new]) { _, change in
+///     if let old = change.oldValue, let new = change.newValue { print(old, "->", new) }
+/// }
+/// ```
+public struct ObservedChange<Value> {
+    /// The value before the change, when the registration asked for `.old`.
+    public let oldValue: Value?
+    /// The value after the change, when the registration asked for `.new`. Always nil in a
+    /// prior notification.
+    public let newValue: Value?
+    /// True for the notification sent *before* the change (option `.prior`).
+    public let isPrior: Bool
+    /// True for the notification sent during registration (option `.initial`).
+    public let isInitial: Bool
+
+    @inlinable
+    public init(oldValue: Value?, newValue: Value?, isPrior: Bool = false, isInitial: Bool = false) {
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.isPrior = isPrior
+        self.isInitial = isInitial
+    }
+}
+
+extension ObservedChange: @unchecked Sendable where Value: Sendable {}
+extension ObservedChange: Equatable where Value: Equatable {}
+
+extension ObservedChange: CustomStringConvertible {
+    public var description: String {
+        var parts: [String] = []
+        if let oldValue { parts.append("old: \(oldValue)") }
+        if let newValue { parts.append("new: \(newValue)") }
+        if isPrior { parts.append("prior") }
+        if isInitial { parts.append("initial") }
+        return "ObservedChange(" + parts.joined(separator: ", ") + ")"
+    }
+}

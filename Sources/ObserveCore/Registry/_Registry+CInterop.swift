@@ -1,0 +1,106 @@
+internal import CObserveCore
+
+/// The registry table backed by the C core. This file is the only one that names `cobs_*`
+/// functions; every status code is turned into Swift here and nowhere else:
+/// - `COBS_NOT_FOUND` becomes `nil`, `COBS_EXISTS` the existing slot;
+/// - `COBS_BUFFER_TOO_SMALL` is part of the lookup protocol (the caller grows and retries);
+/// - `COBS_NO_MEMORY` traps (Swift itself traps on allocation failure, so there is nothing
+///   better to do), and `COBS_INVALID_ARGUMENT` traps as a bug in the façade.
+internal final class _CRegistryTable: _RegistryTable {
+    private let _reg: OpaquePointer
+
+    init(capacityHint: Int = 0) {
+        var reg: OpaquePointer? = nil
+        let status = cobs_registry_create(capacityHint, &reg)
+        Self._check(status, "cobs_registry_create")
+        _reg = reg!
+    }
+
+    deinit { cobs_registry_destroy(_reg) }
+
+    @inline(__always)
+    private static func _key(_ object: UInt, _ key: UInt32, _ context: UInt) -> cobs_key {
+        cobs_key(object: object, context: context, key: key, reserved_: 0)
+    }
+
+    private static func _check(_ status: cobs_status, _ function: StaticString) {
+        guard status != COBS_OK else { return }
+        let name = String(cString: cobs_status_name(status))
+        if status == COBS_NO_MEMORY {
+            fatalError("ObserveCore: out of memory in \(function) (\(name))")
+        }
+        fatalError("ObserveCore internal error: \(function) returned \(name)")
+    }
+
+    override func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? {
+        var existing: cobs_slot = 0
+        let status = cobs_registry_insert(_reg, Self._key(object, key, context), slot, &existing)
+        if status == COBS_EXISTS { return existing }
+        Self._check(status, "cobs_registry_insert")
+        return nil
+    }
+
+    override func find(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+        var slot: cobs_slot = 0
+        let status = cobs_registry_find(_reg, Self._key(object, key, context), &slot)
+        if status == COBS_NOT_FOUND { return nil }
+        Self._check(status, "cobs_registry_find")
+        return slot
+    }
+
+    override func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+        var slot: cobs_slot = 0
+        let status = cobs_registry_remove(_reg, Self._key(object, key, context), &slot)
+        if status == COBS_NOT_FOUND { return nil }
+        Self._check(status, "cobs_registry_remove")
+        return slot
+    }
+
+    override func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
+        var count = 0
+        let status = cobs_registry_lookup(_reg, object, key, buffer, capacity, &count)
+        if status != COBS_BUFFER_TOO_SMALL { Self._check(status, "cobs_registry_lookup") }
+        return count
+    }
+
+    override func entries(of object: UInt) -> [_TableEntry] {
+        var count = 0
+        var status = cobs_registry_object_entries(_reg, object, nil, nil, 0, &count)
+        if count == 0 { return [] }
+        var keys = [cobs_key](repeating: cobs_key(), count: count)
+        var slots = [cobs_slot](repeating: 0, count: count)
+        status = cobs_registry_object_entries(_reg, object, &keys, &slots, count, &count)
+        Self._check(status, "cobs_registry_object_entries")
+        return (0..<count).map { _TableEntry(key: keys[$0].key, context: keys[$0].context, slot: slots[$0]) }
+    }
+
+    override func removeObject(_ object: UInt) -> [UInt32] {
+        var count = 0
+        var status = cobs_registry_remove_object(_reg, object, nil, 0, &count)
+        if status == COBS_OK { return [] }   // nothing to remove (count 0)
+        var slots = [cobs_slot](repeating: 0, count: count)
+        status = cobs_registry_remove_object(_reg, object, &slots, count, &count)
+        Self._check(status, "cobs_registry_remove_object")
+        return slots
+    }
+
+    override var count: Int { cobs_registry_count(_reg) }
+
+    override func checkInvariants() {
+        let status = cobs_registry_check_invariants(_reg)
+        if status != COBS_OK {
+            cobs_registry_dump(_reg, nil)
+            fatalError("ObserveCore: C registry invariants broken (\(String(cString: cobs_status_name(status))))")
+        }
+    }
+}
+
+/// The calling thread's notification depth, kept in C thread-local storage (one `_Thread_local`
+/// load and store; far cheaper than Foundation's thread dictionary).
+@usableFromInline
+internal enum _ThreadDepth {
+    @usableFromInline
+    static func enter() -> UInt32 { cobs_thread_depth_enter() }
+    @usableFromInline
+    static func leave() { _ = cobs_thread_depth_leave() }
+}

@@ -1,0 +1,156 @@
+import Synchronization
+
+/// Which registry implementation backs a registrar.
+public enum ObservationBackend: String, Sendable, CaseIterable {
+    /// The C core (`CObserveCore`): an open-addressed table with backward-shift deletion.
+    case c
+    /// The same registry in plain Swift, kept as a reference for tests and benchmarks.
+    case swift
+}
+
+/// A sharded registry of every registration of one backend.
+///
+/// Registrations are spread over `shardCount` shards by the observed object's address; each
+/// shard has its own lock, table and groups, so threads working on unrelated objects rarely
+/// meet on a lock. Everything that touches a shard's state happens under that shard's lock;
+/// handlers are always called after it is released (collect under the lock, call out after).
+@usableFromInline
+internal final class _Registry: @unchecked Sendable {
+    static let c = _Registry(backend: .c)
+    static let swift = _Registry(backend: .swift)
+
+    static func shared(_ backend: ObservationBackend) -> _Registry {
+        switch backend {
+        case .c: return c
+        case .swift: return swift
+        }
+    }
+
+    let backend: ObservationBackend
+    private static let _shardBits = 6
+    let shards: [_Shard]
+    /// Registrations currently stored (not yet cancelled) in this registry.
+    let liveCount = Atomic<Int>(0)
+
+    private init(backend: ObservationBackend) {
+        self.backend = backend
+        self.shards = (0..<(1 << Self._shardBits)).map { _ in _Shard(backend: backend) }
+    }
+
+    @inline(__always)
+    func shard(for object: UInt) -> _Shard {
+        // Fibonacci hashing: aligned addresses have empty low bits, the top bits of the
+        // product mix all of them.
+        let index = Int(truncatingIfNeeded: (UInt64(object) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - Self._shardBits))
+        return shards[index]
+    }
+
+    // MARK: Adding and removing
+
+    /// Adds `registration`. Returns false (and adds nothing) when it names an observer that
+    /// already has a registration for the same (object, key, context): the first one is kept.
+    func add(_ registration: _AnyRegistration) -> Bool {
+        let shard = self.shard(for: registration.objectAddress)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        let added = shard.add(registration)
+        if added {
+            liveCount.add(1, ordering: .relaxed)
+            let bit = _KeyTable.bit(for: registration.keyID)
+            let registrar = registration.registrar
+            registrar._observedMask.store(registrar._observedMask.load(ordering: .relaxed) | bit, ordering: .releasing)
+            if registration.options.contains(.prior) {
+                registrar._priorMask.store(registrar._priorMask.load(ordering: .relaxed) | bit, ordering: .releasing)
+            }
+        }
+        return added
+    }
+
+    /// Removes one registration; a no-op if it is already gone.
+    func remove(_ registration: _AnyRegistration) {
+        let shard = self.shard(for: registration.objectAddress)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        guard !registration.isCancelled else { return }
+        shard.removeFromGroup(registration)
+        liveCount.subtract(1, ordering: .relaxed)
+        shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+    }
+
+    /// Removes the registrations on `object` that match every non-nil filter; returns how many.
+    @discardableResult
+    func remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
+                where matches: (_AnyRegistration) -> Bool) -> Int {
+        let shard = self.shard(for: object)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        var removed = 0
+        for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
+            shard.removeFromGroup(registration)
+            removed += 1
+        }
+        if removed > 0 {
+            liveCount.subtract(removed, ordering: .relaxed)
+            shard.refreshMasks(object: object, registrar: registrar)
+        }
+        return removed
+    }
+
+    /// Removes every registration on `object` (the object is going away).
+    func removeObject(_ object: UInt) {
+        let shard = self.shard(for: object)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        let removed = shard.removeObject(object)
+        if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
+    }
+
+    // MARK: Notifying
+
+    /// The registrations to notify for a change of `keyID` on `object`, or nil when there are
+    /// none. The returned array is a snapshot: handlers may add and remove registrations freely.
+    @usableFromInline
+    func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
+        let shard = self.shard(for: object)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        return shard.collect(object: object, keyID: keyID)
+    }
+
+    // MARK: Introspection
+
+    /// The live registrations on `object` (optionally for one key), in registration order per group.
+    func registrations(object: UInt, keyID: UInt32? = nil) -> [_AnyRegistration] {
+        let shard = self.shard(for: object)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        return shard.registrations(object: object, keyID: keyID)
+    }
+
+    /// Every live registration of this registry.
+    func allRegistrations() -> [_AnyRegistration] {
+        var result: [_AnyRegistration] = []
+        for shard in shards {
+            shard.lock.lock()
+            result.append(contentsOf: shard.allRegistrations())
+            shard.lock.unlock()
+        }
+        return result
+    }
+
+    /// Removes the registrations whose observer has died without anyone noticing yet.
+    func purgeDeadObservers() {
+        for registration in allRegistrations() where registration.hasObserver && registration._observer == nil {
+            remove(registration)
+        }
+    }
+
+    /// Traps if any shard's table or groups are inconsistent.
+    func checkInvariants() {
+        for shard in shards {
+            shard.lock.lock()
+            shard.checkInvariants()
+            shard.lock.unlock()
+        }
+    }
+}

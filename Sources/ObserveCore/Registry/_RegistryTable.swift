@@ -1,0 +1,103 @@
+/// One entry of a registry table: (object, key, context) -> slot.
+internal struct _TableEntry: Equatable {
+    var key: UInt32
+    var context: UInt
+    var slot: UInt32
+}
+
+/// The internal interface both registry implementations provide: a map from
+/// (object address, key id, context) to a slot index, with per-object enumeration and removal.
+///
+/// `_CRegistryTable` forwards to the C core (`cobs_registry_*`); `_SwiftRegistryTable` is the
+/// same contract in plain Swift, so the test suite and the benchmark can run against either.
+/// Neither is thread-safe: the owning `_Shard` serializes every call under its lock.
+internal class _RegistryTable {
+    /// Inserts the entry; returns the existing slot instead when the key is already present.
+    func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? { fatalError("abstract") }
+    /// The slot stored for exactly this key.
+    func find(object: UInt, key: UInt32, context: UInt) -> UInt32? { fatalError("abstract") }
+    /// Removes the key and returns its slot.
+    @discardableResult
+    func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? { fatalError("abstract") }
+    /// Writes the slots of every context of (object, key) into `buffer` (up to `capacity`) and
+    /// returns how many there are, which may exceed `capacity` (the caller grows and retries).
+    func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
+        fatalError("abstract")
+    }
+    /// Every entry of `object`.
+    func entries(of object: UInt) -> [_TableEntry] { fatalError("abstract") }
+    /// Removes every entry of `object` and returns their slots.
+    func removeObject(_ object: UInt) -> [UInt32] { fatalError("abstract") }
+    /// The number of entries.
+    var count: Int { fatalError("abstract") }
+    /// Traps with a description if a structural invariant is broken.
+    func checkInvariants() {}
+}
+
+/// The pure-Swift registry: a dictionary from object address to that object's entries.
+///
+/// Plain, idiomatic Swift on purpose: it is the reference the C core is measured and
+/// differentially tested against. Per-object entry lists are short (one per observed
+/// (key, context)), so a linear scan within an object beats a second hash.
+internal final class _SwiftRegistryTable: _RegistryTable {
+    private var _objects: [UInt: [_TableEntry]] = [:]
+    private var _count = 0
+
+    override func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? {
+        if let existing = _objects[object]?.first(where: { $0.key == key && $0.context == context }) {
+            return existing.slot
+        }
+        _objects[object, default: []].append(_TableEntry(key: key, context: context, slot: slot))
+        _count += 1
+        return nil
+    }
+
+    override func find(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+        _objects[object]?.first(where: { $0.key == key && $0.context == context })?.slot
+    }
+
+    override func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+        guard var list = _objects[object],
+              let index = list.firstIndex(where: { $0.key == key && $0.context == context })
+        else { return nil }
+        let slot = list.remove(at: index).slot
+        _objects[object] = list.isEmpty ? nil : list
+        _count -= 1
+        return slot
+    }
+
+    override func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
+        guard let list = _objects[object] else { return 0 }
+        var found = 0
+        for entry in list where entry.key == key {
+            if found < capacity { buffer[found] = entry.slot }
+            found += 1
+        }
+        return found
+    }
+
+    override func entries(of object: UInt) -> [_TableEntry] { _objects[object] ?? [] }
+
+    override func removeObject(_ object: UInt) -> [UInt32] {
+        guard let list = _objects.removeValue(forKey: object) else { return [] }
+        _count -= list.count
+        return list.map(\.slot)
+    }
+
+    override var count: Int { _count }
+
+    override func checkInvariants() {
+        var total = 0
+        for (object, list) in _objects {
+            precondition(!list.isEmpty, "_SwiftRegistryTable: empty list kept for object \(object)")
+            total += list.count
+            for (i, a) in list.enumerated() {
+                for b in list[(i + 1)...] {
+                    precondition(a.key != b.key || a.context != b.context,
+                                 "_SwiftRegistryTable: duplicate key \(a.key)/\(a.context)")
+                }
+            }
+        }
+        precondition(total == _count, "_SwiftRegistryTable: count \(_count) but \(total) entries")
+    }
+}

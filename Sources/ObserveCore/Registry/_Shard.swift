@@ -1,0 +1,169 @@
+/// One shard of a registry: a table from (object, key, context) to a slot, and the groups the
+/// slots index. Every method requires the caller to hold `lock`.
+///
+/// Invariants (checked by `checkInvariants`):
+/// - `groups[s]` is non-empty ⟺ some table entry stores slot `s`, and then the entry's key is
+///   the (object, key, context) of every registration in `groups[s]`;
+/// - an empty `groups[s]` has `s` in `freeSlots`, exactly once;
+/// - no registration in a group is cancelled.
+///
+/// A group is a `ContiguousArray`, so a notification takes a snapshot by copying it (one
+/// retain) and a later mutation copies the buffer only while such a snapshot is still alive.
+internal final class _Shard: @unchecked Sendable {
+    let lock = _Lock()
+    private let _table: _RegistryTable
+    private var _groups: ContiguousArray<ContiguousArray<_AnyRegistration>> = []
+    private var _freeSlots: [UInt32] = []
+    private var _scratch: UnsafeMutablePointer<UInt32>
+    private var _scratchCapacity = 16
+
+    init(backend: ObservationBackend) {
+        switch backend {
+        case .c: _table = _CRegistryTable()
+        case .swift: _table = _SwiftRegistryTable()
+        }
+        _scratch = .allocate(capacity: _scratchCapacity)
+    }
+
+    deinit { _scratch.deallocate() }
+
+    private func _allocateSlot() -> UInt32 {
+        if let slot = _freeSlots.popLast() { return slot }
+        precondition(_groups.count < Int(UInt32.max), "ObserveCore: too many registration groups in one shard")
+        _groups.append([])
+        return UInt32(_groups.count - 1)
+    }
+
+    /// The slots of every context of (object, key); valid until the next call.
+    private func _lookup(object: UInt, keyID: UInt32) -> UnsafeBufferPointer<UInt32> {
+        var count = _table.lookup(object: object, key: keyID, into: _scratch, capacity: _scratchCapacity)
+        if count > _scratchCapacity {
+            _scratch.deallocate()
+            _scratchCapacity = max(count, _scratchCapacity * 2)
+            _scratch = .allocate(capacity: _scratchCapacity)
+            count = _table.lookup(object: object, key: keyID, into: _scratch, capacity: _scratchCapacity)
+        }
+        return UnsafeBufferPointer(start: _scratch, count: count)
+    }
+
+    func add(_ registration: _AnyRegistration) -> Bool {
+        let object = registration.objectAddress, key = registration.keyID, context = registration.context
+        if let slot = _table.find(object: object, key: key, context: context) {
+            let index = Int(slot)
+            if registration.hasObserver {
+                // An entry with the same observer address whose observer died belongs to a
+                // former object at a reused address: drop it rather than treat it as a duplicate.
+                if let existing = _groups[index].firstIndex(where: { $0.observerAddress == registration.observerAddress }) {
+                    if _groups[index][existing]._observer != nil { return false }
+                    let dead = _groups[index].remove(at: existing)
+                    dead._cancelled.store(true, ordering: .releasing)
+                    registration.registry.liveCount.subtract(1, ordering: .relaxed)
+                }
+            }
+            _groups[index].append(registration)
+            return true
+        }
+        let slot = _allocateSlot()
+        if let existing = _table.insert(object: object, key: key, context: context, slot: slot) {
+            preconditionFailure("ObserveCore: registry table holds slot \(existing) that find() missed")
+        }
+        _groups[Int(slot)].append(registration)
+        return true
+    }
+
+    /// Removes a live registration from its group (and the group's entry once it is empty) and
+    /// marks it cancelled.
+    func removeFromGroup(_ registration: _AnyRegistration) {
+        let object = registration.objectAddress, key = registration.keyID, context = registration.context
+        guard let slot = _table.find(object: object, key: key, context: context),
+              let position = _groups[Int(slot)].firstIndex(where: { $0 === registration })
+        else { preconditionFailure("ObserveCore: live registration missing from its shard") }
+        _groups[Int(slot)].remove(at: position)
+        if _groups[Int(slot)].isEmpty {
+            _table.remove(object: object, key: key, context: context)
+            _groups[Int(slot)] = []   // release the buffer
+            _freeSlots.append(slot)
+        }
+        registration._cancelled.store(true, ordering: .releasing)
+    }
+
+    /// Removes every registration of `object`; returns how many.
+    func removeObject(_ object: UInt) -> Int {
+        var removed = 0
+        for slot in _table.removeObject(object) {
+            for registration in _groups[Int(slot)] {
+                registration._cancelled.store(true, ordering: .releasing)
+                removed += 1
+            }
+            _groups[Int(slot)] = []
+            _freeSlots.append(slot)
+        }
+        return removed
+    }
+
+    /// Recomputes the registrar's observed-key masks from what is left for `object`.
+    func refreshMasks(object: UInt, registrar: KeyValueRegistrar) {
+        var observed: UInt64 = 0, prior: UInt64 = 0
+        for entry in _table.entries(of: object) {
+            let bit = _KeyTable.bit(for: entry.key)
+            observed |= bit
+            if _groups[Int(entry.slot)].contains(where: { $0.options.contains(.prior) }) { prior |= bit }
+        }
+        registrar._observedMask.store(observed, ordering: .releasing)
+        registrar._priorMask.store(prior, ordering: .releasing)
+    }
+
+    func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
+        let slots = _lookup(object: object, keyID: keyID)
+        switch slots.count {
+        case 0:
+            return nil
+        case 1:
+            return _groups[Int(slots[0])]
+        default:
+            var all = ContiguousArray<_AnyRegistration>()
+            for slot in slots { all.append(contentsOf: _groups[Int(slot)]) }
+            return all
+        }
+    }
+
+    func registrations(object: UInt, keyID: UInt32?) -> [_AnyRegistration] {
+        var result: [_AnyRegistration] = []
+        if let keyID {
+            for slot in _lookup(object: object, keyID: keyID) { result.append(contentsOf: _groups[Int(slot)]) }
+        } else {
+            for entry in _table.entries(of: object) { result.append(contentsOf: _groups[Int(entry.slot)]) }
+        }
+        return result
+    }
+
+    func allRegistrations() -> [_AnyRegistration] {
+        var result: [_AnyRegistration] = []
+        for group in _groups { result.append(contentsOf: group) }
+        return result
+    }
+
+    func checkInvariants() {
+        _table.checkInvariants()
+        let free = Set(_freeSlots)
+        precondition(free.count == _freeSlots.count, "_Shard: a free slot is listed twice")
+        var used = 0
+        for (index, group) in _groups.enumerated() {
+            if group.isEmpty {
+                precondition(free.contains(UInt32(index)), "_Shard: empty group \(index) not on the free list")
+                continue
+            }
+            used += 1
+            precondition(!free.contains(UInt32(index)), "_Shard: group \(index) is used and free")
+            let first = group[0]
+            precondition(_table.find(object: first.objectAddress, key: first.keyID, context: first.context) == UInt32(index),
+                         "_Shard: group \(index) is not reachable through its key")
+            for registration in group {
+                precondition(!registration.isCancelled, "_Shard: cancelled registration still in group \(index)")
+                precondition(registration.objectAddress == first.objectAddress && registration.keyID == first.keyID
+                             && registration.context == first.context, "_Shard: group \(index) mixes keys")
+            }
+        }
+        precondition(used == _table.count, "_Shard: \(used) groups but \(_table.count) table entries")
+    }
+}

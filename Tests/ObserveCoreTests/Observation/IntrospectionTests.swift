@@ -1,0 +1,39 @@
+import ObserveCore
+import Testing
+
+@Suite("Introspection")
+struct IntrospectionTests {
+    @Test("observed key paths, observers of a key path, and key paths of an observer", arguments: ObservationBackend.allCases)
+    func introspection(backend: ObservationBackend) {
+        let person = Person(backend)
+        let w1 = Watcher(), w2 = Watcher()
+        #expect(person.observedKeyPaths.isEmpty)
+        let token = person.observe(\.score) { _, _ in }
+        person.addObserver(w1, for: \.age) { _, _, _ in }
+        person.addObserver(w2, for: \.age, context: 9) { _, _, _ in }
+        person.addObserver(w1, for: \.name) { _, _, _ in }
+
+        let observed = Set(person.observedKeyPaths.map { $0 as AnyKeyPath })
+        #expect(observed == [\Person.score, \Person.age, \Person.name] as Set<AnyKeyPath>)
+        let ageObservers = person.observers(for: \.age).map(ObjectIdentifier.init)
+        #expect(Set(ageObservers) == [ObjectIdentifier(w1), ObjectIdentifier(w2)])
+        #expect(person.observers(for: \.score).isEmpty, "token registrations have no observer")
+        #expect(person.observers(for: \.blob).isEmpty)
+
+        let ofW1 = ObservationRuntime.observations(of: w1)
+        #expect(ofW1.count == 2)
+        #expect(ofW1.allSatisfy { $0.object == ObjectIdentifier(person) })
+        #expect(Set(ofW1.map(\.keyPath)) == [\Person.age, \Person.name] as Set<AnyKeyPath>)
+
+        let description = person.observationDebugDescription
+        #expect(description.split(separator: "\n").count == 4)
+        #expect(description.contains("token"))
+        #expect(description.contains("Watcher@0x"))
+        #expect(description.contains("context=9"))
+        let listing = ObservationRuntime.debugListing()
+        #expect(listing.contains("[\(backend.rawValue)] Person@0x\(String(UInt(bitPattern: ObjectIdentifier(person)), radix: 16))"))
+        token.cancel()
+        person.removeAllObservers()
+        #expect(person.observationDebugDescription == "Person: no registrations")
+    }
+}

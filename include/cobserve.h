@@ -1,0 +1,13 @@
+/*
+** ObserveCore C core — umbrella header. Include this one header from C; it pulls in the whole API.
+** Every public symbol starts with `cobs_` / `COBS_`.
+*/
+#ifndef COBS_COBSERVE_H
+#define COBS_COBSERVE_H
+
+#define COBS_VERSION_MAJOR 0
+#define COBS_VERSION_MINOR 1
+
+#include "cobs_registry.h"
+
+#endif /* COBS_COBSERVE_H */
