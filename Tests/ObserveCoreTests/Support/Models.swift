@@ -1,5 +1,9 @@
 import ObserveCore
-import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A value type with value equality, for typed-change tests.
 struct Point: Equatable, CustomStringConvertible {
@@ -102,29 +106,47 @@ final class Watcher {
 
 /// Records events from handlers (handlers may run on other threads in some tests).
 final class Log<Event>: @unchecked Sendable {
-    private let lock = Mutex<Void>(())
+    private let lock = TestLock()
     private var _events: [Event] = []
-    func append(_ event: Event) { lock.withLock { _ in _events.append(event) } }
-    var events: [Event] { lock.withLock { _ in _events } }
-    var count: Int { lock.withLock { _ in _events.count } }
+    func append(_ event: Event) { lock.locked { _events.append(event) } }
+    var events: [Event] { lock.locked { _events } }
+    var count: Int { lock.locked { _events.count } }
+}
+
+/// A pthread mutex for test bookkeeping. (Synchronization.Mutex's lock lives in an
+/// uninstrumented library, so ThreadSanitizer cannot see it order accesses; pthread calls it can.)
+final class TestLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        m.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(m, nil)
+        return m
+    }()
+    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
 }
 
 /// A thread-safe observable class: its storage is guarded by a lock, and changes are announced
 /// after the lock is released (the pattern for objects that several threads set).
 final class SharedCounter: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar: KeyValueRegistrar
-    private let storage = Mutex<(value: Int, label: String)>((0, ""))
+    private let lock = TestLock()
+    private var _value = 0
+    private var _label = ""
 
     init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
 
     static let value = ObservableKey(\SharedCounter.value)
     var value: Int {
-        get { storage.withLock { $0.value } }
+        get { lock.locked { _value } }
         set {
-            let old = storage.withLock { state in
-                let old = state.value
-                state.value = newValue
-                return old
+            let old = lock.locked {
+                defer { _value = newValue }
+                return _value
             }
             kvoRegistrar.didSet(SharedCounter.value, of: self, from: old, to: newValue)
         }
@@ -132,12 +154,11 @@ final class SharedCounter: KeyValueObservable, @unchecked Sendable {
 
     static let label = ObservableKey(\SharedCounter.label)
     var label: String {
-        get { storage.withLock { $0.label } }
+        get { lock.locked { _label } }
         set {
-            let old = storage.withLock { state in
-                let old = state.label
-                state.label = newValue
-                return old
+            let old = lock.locked {
+                defer { _label = newValue }
+                return _label
             }
             kvoRegistrar.didSet(SharedCounter.label, of: self, from: old, to: newValue)
         }

@@ -1,0 +1,152 @@
+// Register/unregister churn, the workload the registry is built for: long random operation
+// sequences checked against a Swift Dictionary model, and evidence that deletions leave nothing
+// behind (backward shift, no tombstones): probe lengths after churn are those of a fresh table
+// holding the same entries.
+
+import CObserveCore
+import Foundation
+import XCTest
+
+final class RegistryChurnTests: XCTestCase {
+    /// 48 objects x 4 keys x 3 contexts = 576 possible keys. The objects mix consecutive
+    /// 16-byte-aligned addresses with addresses that differ only in high bits.
+    private static let objects: [UInt] =
+        (0..<32).map { 0x7F00_0000_1000 + UInt($0) * 16 } + (1...16).map { 0x10 | (UInt($0) << 36) }
+
+    private func randomKey(_ rng: inout SplitMix64) -> ModelKey {
+        ModelKey(
+            object: Self.objects.randomElement(using: &rng)!, key: UInt32.random(in: 0..<4, using: &rng),
+            context: UInt.random(in: 0..<3, using: &rng))
+    }
+
+    func testOneHundredThousandRandomOperationsAgreeWithADictionaryModel() {
+        let reg = TestRegistry(seed: 0xC0FFEE)
+        var model: [ModelKey: cobs_slot] = [:]
+        var rng = SplitMix64(seed: 42)
+        var nextSlot: cobs_slot = 1
+        var maxDisplacementSeen = 0
+
+        for op in 1...100_000 {
+            let k = randomKey(&rng)
+            switch UInt8.random(in: 0..<100, using: &rng) {
+            case 0..<45:  // insert
+                var existing: cobs_slot = 0
+                let status = cobs_registry_insert(reg.raw, k.cKey, nextSlot, &existing)
+                if let old = model[k] {
+                    assertStatus(status, COBS_EXISTS)
+                    XCTAssertEqual(existing, old)
+                } else {
+                    assertStatus(status, COBS_OK)
+                    model[k] = nextSlot
+                }
+                nextSlot &+= 1
+            case 45..<85:  // remove
+                XCTAssertEqual(reg.remove(k.cKey), model.removeValue(forKey: k))
+            case 85..<95:  // find + lookup
+                XCTAssertEqual(reg.find(k.cKey), model[k])
+                let expected = model.filter { $0.key.object == k.object && $0.key.key == k.key }
+                let result = reg.lookup(k.object, k.key)
+                assertStatus(result.status, COBS_OK)
+                XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+            default:  // remove_object (rarely, or the model would stay nearly empty)
+                if op % 4 == 0 {
+                    let expected = model.filter { $0.key.object == k.object }
+                    let result = reg.removeObject(k.object)
+                    assertStatus(result.status, COBS_OK)
+                    XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+                    for key in expected.keys { model.removeValue(forKey: key) }
+                } else {
+                    let expected = model.filter { $0.key.object == k.object }
+                    let result = reg.objectEntries(k.object)
+                    XCTAssertEqual(result.count, expected.count)
+                    XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+                }
+            }
+            XCTAssertEqual(reg.count, model.count)
+            if op % 1000 == 0 {
+                reg.assertInvariants()
+                let stats = reg.stats
+                maxDisplacementSeen = max(maxDisplacementSeen, stats.max_displacement)
+                XCTAssertLessThanOrEqual(stats.count * 4, stats.capacity * 3)
+            }
+        }
+        XCTAssertGreaterThan(model.count, 100, "the churn kept a sizeable live set")
+        for (k, slot) in model { XCTAssertEqual(reg.find(k.cKey), slot) }
+        XCTAssertLessThan(maxDisplacementSeen, 64, "probe lengths stayed bounded throughout")
+    }
+
+    func testProbeLengthsAfterChurnMatchAFreshTableWithTheSameEntries() {
+        let seed: UInt64 = 0xBADC_0FFE
+        let churned = TestRegistry(seed: seed)
+        var live: [ModelKey: cobs_slot] = [:]
+        var rng = SplitMix64(seed: 9)
+        // Hold the live set near 300 while 60,000 insert/remove pairs pass through the table: with
+        // tombstones, deleted markers would pile up in the clusters and lengthen every probe.
+        for i in 0..<60_000 {
+            let k = randomKey(&rng)
+            if live[k] == nil, live.count < 300 || Bool.random(using: &rng) {
+                churned.insert(k.cKey, cobs_slot(i))
+                live[k] = cobs_slot(i)
+            } else if let victim = live.keys.randomElement(using: &rng) {
+                churned.remove(victim.cKey)
+                live.removeValue(forKey: victim)
+            }
+        }
+        churned.assertInvariants()
+        XCTAssertGreaterThan(live.count, 200)
+
+        // A fresh table of the same capacity and seed, filled by insertion only.
+        let a = churned.stats
+        let fresh = TestRegistry(seed: seed, capacityHint: a.capacity * 3 / 4)
+        for (k, slot) in live { fresh.insert(k.cKey, slot) }
+        let b = fresh.stats
+        XCTAssertEqual(a.count, b.count)
+        XCTAssertEqual(a.capacity, b.capacity)
+        // Under linear probing the set of full buckets, and so the total displacement, depends only
+        // on which entries are present, not on the order they arrived in. Backward shift keeps the
+        // churned table one that insertion alone could have built, so the totals are EQUAL; any
+        // residue of deleted entries (a tombstone, a hole left in a run) would break the equality.
+        XCTAssertEqual(a.total_displacement, b.total_displacement)
+        XCTAssertLessThan(Double(a.total_displacement) / Double(max(a.count, 1)), 4.0)
+        XCTAssertLessThan(a.max_displacement, 48)
+    }
+
+    func testConstantSizeChurnNeverGrowsTheTableNorLengthensProbes() {
+        let reg = TestRegistry(seed: 77)
+        var rng = SplitMix64(seed: 77)
+        var queue: [cobs_key] = []
+        for i in 0..<80 {
+            let k = makeKey(0x9000_0000 + UInt(i) * 48, UInt32(i % 7), 0)
+            reg.insert(k, cobs_slot(i))
+            queue.append(k)
+        }
+        let capacity = reg.capacity
+        XCTAssertEqual(capacity, 128, "80 entries: load 0.625")
+        var worst = 0
+        var meanSum = 0.0
+        var samples = 0
+        // 50,000 remove-one, insert-one cycles with always-new keys: the live count never moves,
+        // and neither may the capacity or the probe lengths. With tombstones, deleted markers
+        // would fill the table's empty buckets and every miss would walk the whole table.
+        for i in 0..<50_000 {
+            let victim = queue.remove(at: Int.random(in: 0..<queue.count, using: &rng))
+            XCTAssertNotNil(reg.remove(victim))
+            let k = makeKey(0xA000_0000 + UInt(i) * 16, UInt32(i % 7), UInt(i % 3))
+            assertStatus(reg.insert(k, cobs_slot(i)), COBS_OK)
+            queue.append(k)
+            if i % 500 == 0 {
+                let stats = reg.stats
+                worst = max(worst, stats.max_displacement)
+                meanSum += Double(stats.total_displacement) / Double(stats.count)
+                samples += 1
+            }
+        }
+        XCTAssertEqual(reg.count, 80)
+        XCTAssertEqual(reg.capacity, capacity)
+        // At load 0.625 a random hash gives a mean displacement of ~0.83 (Knuth).
+        XCTAssertLessThan(meanSum / Double(samples), 1.5)
+        XCTAssertLessThan(worst, 64, "no probe ever walked half the table")
+        for (i, k) in queue.enumerated() where i % 10 == 0 { XCTAssertNotNil(reg.find(k)) }
+        reg.assertInvariants()
+    }
+}

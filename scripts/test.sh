@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the C core's tests and the Swift façade's, the latter against both
+# registry backends (every façade test is parameterised over `.c` and `.swift`).
+# Tests that read the process-wide registration count need a quiet process: no parallel tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+swift test --no-parallel "$@"
