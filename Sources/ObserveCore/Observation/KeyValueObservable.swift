@@ -49,16 +49,15 @@ extension KeyValueObservable {
     ///   - delivery: Where the handler runs; inline on the mutating thread by default.
     ///   - handler: Called with the object and the typed change.
     /// - Returns: The token that keeps the observation alive.
+    @inlinable
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery) {
-            object, _, change in handler(object, change)
-        }
-        return ObservationToken(registration.map { [$0] } ?? [])
+        ObservationToken(_register(keyPath, observer: nil, context: .none, options: options, delivery: delivery,
+                                   tokenHandler: handler, observerHandler: nil))
     }
 
     /// Observes several properties of one type with one handler, which is told which changed.
@@ -76,9 +75,11 @@ extension KeyValueObservable {
     ) -> ObservationToken {
         var registrations: [_AnyRegistration] = []
         for keyPath in keyPaths {
-            if let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery, {
-                object, _, change in handler(object, keyPath, change)
-            }) { registrations.append(registration) }
+            if let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery,
+                                            tokenHandler: { object, change in handler(object, keyPath, change) },
+                                            observerHandler: nil) {
+                registrations.append(registration)
+            }
         }
         return ObservationToken(registrations)
     }
@@ -128,6 +129,7 @@ extension KeyValueObservable {
     /// }
     /// person.removeObserver(self, for: \.age)
     /// ```
+    @inlinable
     public func addObserver<Observer: AnyObject, Value>(
         _ observer: Observer,
         for keyPath: KeyPath<Self, Value>,
@@ -136,9 +138,10 @@ extension KeyValueObservable {
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Observer, Self, ObservedChange<Value>) -> Void
     ) {
-        _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
-            object, observer, change in handler(unsafeDowncast(observer!, to: Observer.self), object, change)
-        }
+        _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
+                      tokenHandler: nil, observerHandler: { observer, object, change in
+                          handler(unsafeDowncast(observer, to: Observer.self), object, change)
+                      })
     }
 
     /// Registers `observer` for several properties of one type; the handler is told which changed.
@@ -151,10 +154,10 @@ extension KeyValueObservable {
         _ handler: @escaping (Observer, Self, KeyPath<Self, Value>, ObservedChange<Value>) -> Void
     ) {
         for keyPath in keyPaths {
-            _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
-                object, observer, change in
-                handler(unsafeDowncast(observer!, to: Observer.self), object, keyPath, change)
-            }
+            _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
+                          tokenHandler: nil, observerHandler: { observer, object, change in
+                              handler(unsafeDowncast(observer, to: Observer.self), object, keyPath, change)
+                          })
         }
     }
 
@@ -262,40 +265,45 @@ extension KeyValueObservable {
 // MARK: - Registration core
 
 extension KeyValueObservable {
-    /// Adds one registration; nil when it duplicates an observer's existing one.
+    /// Adds one registration; nil when it duplicates an observer's existing one. Inlinable so
+    /// that the registration's generic type is specialised (and its metadata cached) at the
+    /// caller; everything non-generic happens in `KeyValueRegistrar._add`.
+    @inlinable
     internal func _register<Value>(
         _ keyPath: KeyPath<Self, Value>,
         observer: AnyObject?,
         context: ObservationContext,
         options: ObservationOptions,
         delivery: ObservationDelivery,
-        _ handler: @escaping (Self, AnyObject?, ObservedChange<Value>) -> Void
+        tokenHandler: ((Self, ObservedChange<Value>) -> Void)?,
+        observerHandler: ((AnyObject, Self, ObservedChange<Value>) -> Void)?
     ) -> _AnyRegistration? {
-        if options.contains(.skipEqualValues) {
-            precondition(Value.self is any Equatable.Type,
-                         "ObserveCore: .skipEqualValues needs an Equatable value, but \(keyPath) holds \(Value.self)")
-        }
+        if options.contains(.skipEqualValues) { _requireEquatable(Value.self, keyPath) }
         let registrar = kvoRegistrar
-        let address = registrar._bind(to: self)
-        let queue: DispatchQueue?
-        switch delivery {
-        case .inline: queue = nil
-        case .queue(let q): queue = q
+        let registration: _PropertyRegistration<Self, Value>
+        if let observer, let observerHandler {
+            registration = _ObserverRegistration<Self, Value>(
+                registrar: registrar, object: self, keyPath: keyPath, context: context, observer: observer,
+                options: options, delivery: delivery, handler: observerHandler)
+        } else {
+            registration = _TokenRegistration<Self, Value>(
+                registrar: registrar, object: self, keyPath: keyPath, options: options, delivery: delivery,
+                handler: tokenHandler.unsafelyUnwrapped)
         }
-        let registration = _PropertyRegistration<Self, Value>(
-            registrar: registrar, objectAddress: address, keyID: _KeyTable.shared.id(for: keyPath),
-            keyPath: keyPath, context: context.rawValue, observer: observer, options: options, queue: queue,
-            handler: handler)
-        guard registrar._registry.add(registration) else { return nil }
-        if let observer = observer as? any KeyValueObservable {
-            observer.kvoRegistrar._noteObserving(registration)
-        }
+        guard registrar._add(registration, observer: observer) else { return nil }
         if options.contains(.initial) {
             registration._deliver(self, ObservedChange(
                 oldValue: nil, newValue: options.contains(.new) ? self[keyPath: keyPath] : nil, isInitial: true))
         }
         return registration
     }
+}
+
+/// Stops with a message naming the key path unless `Value` is `Equatable`.
+@usableFromInline
+internal func _requireEquatable<Value>(_: Value.Type, _ keyPath: AnyKeyPath) {
+    precondition(Value.self is any Equatable.Type,
+                 "ObserveCore: .skipEqualValues needs an Equatable value, but \(keyPath) holds \(Value.self)")
 }
 
 /// Opens a `PartialKeyPath`'s value type so that a typed registration can be made for it.
@@ -316,11 +324,18 @@ extension KeyPath: _ErasedKeyPath {
         guard let keyPath = self as? KeyPath<Object, Value> else {
             preconditionFailure("ObserveCore: \(self) is not rooted at \(Object.self)")
         }
-        return object._register(keyPath, observer: observer, context: context, options: options, delivery: delivery) {
-            object, observer, change in
-            handler(object, observer, keyPath, ObservedChange<Any>(
-                oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },
-                isPrior: change.isPrior, isInitial: change.isInitial))
+        func erase(_ change: ObservedChange<Value>) -> ObservedChange<Any> {
+            ObservedChange<Any>(oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },
+                                isPrior: change.isPrior, isInitial: change.isInitial)
         }
+        if let observer {
+            return object._register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
+                                    tokenHandler: nil, observerHandler: { observer, object, change in
+                                        handler(object, observer, keyPath, erase(change))
+                                    })
+        }
+        return object._register(keyPath, observer: nil, context: context, options: options, delivery: delivery,
+                                tokenHandler: { object, change in handler(object, nil, keyPath, erase(change)) },
+                                observerHandler: nil)
     }
 }

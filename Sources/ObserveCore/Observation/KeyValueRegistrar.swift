@@ -35,8 +35,8 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     private let _objectAddress = Atomic<UInt>(0)
     /// Registrations in which this registrar's object is the *observer*; cancelled on deinit.
     private let _asObserverLock = _Lock()
-    private var _asObserver: [_AnyRegistration] = []
-    private var _asObserverPruneAt = 8
+    @exclusivity(unchecked) private var _asObserver: [_AnyRegistration] = []
+    @exclusivity(unchecked) private var _asObserverPruneAt = 8
 
     /// Creates a registrar on ``ObservationRuntime/defaultBackend``.
     public convenience init() {
@@ -66,18 +66,28 @@ public final class KeyValueRegistrar: @unchecked Sendable {
 
     /// Announces that the property of `key` on `object` is about to change from `oldValue`.
     /// Call it from the property's `willSet`; it notifies observers that asked for `.prior`.
+    ///
+    /// `key` is an autoclosure so that an object nobody observes never even reads it: a
+    /// `static let` costs a `swift_once` call per access on Linux, more than the whole check.
     @inlinable
-    public func willSet<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, of object: Root, from oldValue: Value) {
-        if _priorMask.load(ordering: .relaxed) & key._bit == 0 { return }
+    public func willSet<Root: KeyValueObservable, Value>(_ key: @autoclosure () -> ObservableKey<Root, Value>,
+                                                         of object: Root, from oldValue: Value) {
+        let mask = _priorMask.load(ordering: .relaxed)
+        if _fastPath(mask == 0) { return }
+        let key = key()
+        if mask & key._bit == 0 { return }
         _notifyPrior(key, object, oldValue)
     }
 
     /// Announces that the property of `key` on `object` changed from `oldValue` to `newValue`.
     /// Call it from the property's `didSet`; it notifies every observer of the property.
     @inlinable
-    public func didSet<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, of object: Root,
-                                                        from oldValue: Value, to newValue: Value) {
-        if _observedMask.load(ordering: .relaxed) & key._bit == 0 { return }
+    public func didSet<Root: KeyValueObservable, Value>(_ key: @autoclosure () -> ObservableKey<Root, Value>,
+                                                        of object: Root, from oldValue: Value, to newValue: Value) {
+        let mask = _observedMask.load(ordering: .relaxed)
+        if _fastPath(mask == 0) { return }
+        let key = key()
+        if mask & key._bit == 0 { return }
         _notify(key, object, oldValue, newValue)
     }
 
@@ -89,16 +99,20 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         guard _enterDelivery(keyID: key._id) else { return }
         defer { _ThreadDepth.leave() }
         var equality: Bool? = nil
-        for entry in registrations {
-            let registration = unsafeDowncast(entry, to: _PropertyRegistration<Root, Value>.self)
-            let options = registration.options
-            if options.contains(.skipEqualValues) {
-                if equality == nil { equality = _valuesEqual(oldValue, newValue) }
-                if equality == true { continue }
+        // The snapshot array keeps every registration alive for the loop, so they are read
+        // without retaining each one.
+        registrations.withUnsafeBufferPointer { buffer in
+            for index in buffer.indices {
+                let registration = unsafeDowncast(buffer[index], to: _PropertyRegistration<Root, Value>.self)
+                let options = registration.options
+                if options.contains(.skipEqualValues) {
+                    if equality == nil { equality = _valuesEqual(oldValue, newValue) }
+                    if equality == true { continue }
+                }
+                registration._deliver(object, ObservedChange(
+                    oldValue: options.contains(.old) ? oldValue : nil,
+                    newValue: options.contains(.new) ? newValue : nil))
             }
-            registration._deliver(object, ObservedChange(
-                oldValue: options.contains(.old) ? oldValue : nil,
-                newValue: options.contains(.new) ? newValue : nil))
         }
     }
 
@@ -121,12 +135,13 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @usableFromInline
     internal func _enterDelivery(keyID: UInt32) -> Bool {
         let depth = _ThreadDepth.enter()
-        if depth <= ObservationRuntime.maximumNotificationDepth { return true }
+        let limit = ObservationRuntime._maximumDepth.load(ordering: .relaxed)
+        if _fastPath(depth <= limit) { return true }
         _ThreadDepth.leave()
         let name = _KeyTable.shared.keyPath(for: keyID).map { "\($0)" } ?? "key #\(keyID)"
         ObservationRuntime._reportRunawayRecursion(
             "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) levels deep on one "
-            + "thread (limit \(ObservationRuntime.maximumNotificationDepth)). An observer keeps re-triggering "
+            + "thread (limit \(limit)). An observer keeps re-triggering "
             + "the change it observes; the notification at this depth was dropped.")
         return false
     }
@@ -137,11 +152,23 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// not being used for another object.
     internal func _bind(to object: AnyObject) -> UInt {
         let address = UInt(bitPattern: ObjectIdentifier(object))
+        if _objectAddress.load(ordering: .relaxed) == address { return address }
         let (exchanged, original) = _objectAddress.compareExchange(expected: 0, desired: address, ordering: .acquiringAndReleasing)
         precondition(exchanged || original == address,
                      "ObserveCore: this KeyValueRegistrar already serves another object; every observable object "
                      + "needs its own registrar (`let kvoRegistrar = KeyValueRegistrar()`), never a shared one")
         return address
+    }
+
+    /// Adds `registration` to the registry and, when its observer is itself observable, to the
+    /// observer's list so that it dies with the observer. False for a duplicate.
+    @usableFromInline
+    internal func _add(_ registration: _AnyRegistration, observer: AnyObject?) -> Bool {
+        guard _registry.add(registration) else { return false }
+        if let observer, let observable = observer as? any KeyValueObservable {
+            observable.kvoRegistrar._noteObserving(registration)
+        }
+        return true
     }
 
     /// Records that this registrar's object observes through `registration`, so that the

@@ -14,20 +14,20 @@ public struct ObservationOptions: OptionSet, Sendable, Hashable {
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// ``ObservedChange/newValue`` carries the value after the change.
-    public static let new = ObservationOptions(rawValue: 1 << 0)
+    @inlinable public static var new: ObservationOptions { ObservationOptions(rawValue: 1 << 0) }
     /// ``ObservedChange/oldValue`` carries the value before the change.
-    public static let old = ObservationOptions(rawValue: 1 << 1)
+    @inlinable public static var old: ObservationOptions { ObservationOptions(rawValue: 1 << 1) }
     /// The handler runs once, immediately, during registration, with the current value as
     /// ``ObservedChange/newValue`` (when `.new` is also given) and ``ObservedChange/isInitial`` set.
-    public static let initial = ObservationOptions(rawValue: 1 << 2)
+    @inlinable public static var initial: ObservationOptions { ObservationOptions(rawValue: 1 << 2) }
     /// The handler also runs *before* each change (``ObservedChange/isPrior`` set), while the
     /// object still holds the old value. The prior change carries `oldValue` (with `.old`) and
     /// never a `newValue`, as in Foundation's KVO.
-    public static let prior = ObservationOptions(rawValue: 1 << 3)
+    @inlinable public static var prior: ObservationOptions { ObservationOptions(rawValue: 1 << 3) }
     /// The handler is not called when the new value equals the old one. The observed value
     /// must be `Equatable`; registering this option for any other type stops with a
     /// precondition failure that names the key path.
-    public static let skipEqualValues = ObservationOptions(rawValue: 1 << 4)
+    @inlinable public static var skipEqualValues: ObservationOptions { ObservationOptions(rawValue: 1 << 4) }
 }
 
 extension ObservationOptions: CustomStringConvertible {

@@ -27,7 +27,7 @@ public enum ObservationRuntime {
     }()
 
     private static let _settingsLock = _Lock()
-    nonisolated(unsafe) private static var _maximumDepth: UInt32 = 64
+    @usableFromInline static let _maximumDepth = Atomic<UInt32>(64)
     nonisolated(unsafe) private static var _recursionHandler: @Sendable (String) -> Void = { message in
         fatalError(message)
     }
@@ -36,10 +36,10 @@ public enum ObservationRuntime {
     /// notifies its observers from inside the first notification). Beyond it ObserveCore reports
     /// runaway recursion through ``runawayRecursionHandler``. Default 64.
     public static var maximumNotificationDepth: UInt32 {
-        get { _settingsLock.withLock { _maximumDepth } }
+        get { _maximumDepth.load(ordering: .relaxed) }
         set {
             precondition(newValue > 0, "ObserveCore: maximumNotificationDepth must be at least 1")
-            _settingsLock.withLock { _maximumDepth = newValue }
+            _maximumDepth.store(newValue, ordering: .relaxed)
         }
     }
 

@@ -11,21 +11,32 @@
 /// token's own handler); once `cancel()` returns, the handler is not called again for changes
 /// that start afterwards. A token of an object that has died is already inert.
 public final class ObservationToken: @unchecked Sendable {
-    private let _registrations: [_AnyRegistration]
+    // One registration is the common case; it is kept out of an array to spare an allocation.
+    private let _single: _AnyRegistration?
+    private let _several: [_AnyRegistration]
 
+    @usableFromInline
+    internal init(_ registration: _AnyRegistration?) {
+        _single = registration
+        _several = []
+    }
+
+    @usableFromInline
     internal init(_ registrations: [_AnyRegistration]) {
-        _registrations = registrations
+        _single = nil
+        _several = registrations
     }
 
     deinit { cancel() }
 
     /// Stops the observation. Calling it again does nothing.
     public func cancel() {
-        for registration in _registrations where !registration.isCancelled {
+        if let single = _single, !single.isCancelled { single.registry.remove(single) }
+        for registration in _several where !registration.isCancelled {
             registration.registry.remove(registration)
         }
     }
 
     /// Whether the observation has stopped (cancelled, removed, or its object died).
-    public var isCancelled: Bool { _registrations.allSatisfy { $0.isCancelled } }
+    public var isCancelled: Bool { (_single?.isCancelled ?? true) && _several.allSatisfy { $0.isCancelled } }
 }

@@ -1,30 +1,73 @@
+import Synchronization
+
 /// Interns key paths into small integer ids, shared by every registry.
 ///
 /// Ids start at 1 and are never reused or freed: a program declares a bounded number of
 /// observable key paths. Two equal key paths (`==`) get the same id, whichever instance.
 ///
 /// Registration resolves a key path on every call, and `KeyPath.hashValue` alone costs ~26 ns,
-/// so a first-level cache keyed by the key path object's identity answers the common case (the
-/// same literal at the same call site yields the same instance). The cache holds its key paths
-/// strongly, so an identity in it can never be a reused address.
+/// so two caches keyed by the key path object's identity answer the common case (the same
+/// literal at the same call site yields the same instance):
+/// - a lock-free direct-mapped cache of 1024 words, each `address << 16 | id`, read with one
+///   acquire load (ids above 0xFFFF or addresses above 48 bits simply are not cached there);
+/// - behind the lock, a dictionary by identity, then the dictionary by key path equality.
+/// Both identity caches refer only to key paths this table retains forever, so an address in
+/// them can never belong to a newer object.
 @usableFromInline
 internal final class _KeyTable: @unchecked Sendable {
     @usableFromInline static let shared = _KeyTable()
 
+    private static let _cacheBits = 10
+    private let _cache: UnsafeMutablePointer<Atomic<UInt64>>
     private let _lock = _Lock()
-    private var _ids: [AnyKeyPath: UInt32] = [:]
-    private var _keyPaths: [AnyKeyPath] = []              // index = id - 1
-    private var _byIdentity: [ObjectIdentifier: (AnyKeyPath, UInt32)] = [:]
-    private static let _identityCacheLimit = 4096
+    @exclusivity(unchecked) private var _ids: [AnyKeyPath: UInt32] = [:]
+    @exclusivity(unchecked) private var _keyPaths: [AnyKeyPath] = []              // index = id - 1
+    @exclusivity(unchecked) private var _byIdentity: [ObjectIdentifier: UInt32] = [:]
+    @exclusivity(unchecked) private var _retained: [AnyKeyPath] = []               // keeps identities valid
+    private static let _identityLimit = 4096
+
+    private init() {
+        let count = 1 << Self._cacheBits
+        _cache = .allocate(capacity: count)
+        for i in 0..<count { (_cache + i).initialize(to: Atomic<UInt64>(0)) }
+    }
 
     @inline(__always)
     static func bit(for id: UInt32) -> UInt64 { 1 &<< UInt64(id & 63) }
 
+    @inline(__always)
+    private static func _cacheIndex(_ address: UInt) -> Int {
+        Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - _cacheBits))
+    }
+
+    @inline(__always)
+    private func _cached(_ keyPath: AnyKeyPath) -> UInt32? {
+        let address = UInt(bitPattern: ObjectIdentifier(keyPath))
+        let word = _cache[Self._cacheIndex(address)].load(ordering: .acquiring)
+        if word != 0 && UInt(truncatingIfNeeded: word >> 16) == address { return UInt32(truncatingIfNeeded: word & 0xFFFF) }
+        return nil
+    }
+
+    /// Under the lock: remembers `keyPath`'s identity for `id` (retaining it) if there is room.
+    private func _rememberIdentity(_ keyPath: AnyKeyPath, _ id: UInt32) {
+        guard _byIdentity.count < Self._identityLimit else { return }
+        let identity = ObjectIdentifier(keyPath)
+        if _byIdentity.updateValue(id, forKey: identity) == nil { _retained.append(keyPath) }
+        let address = UInt(bitPattern: identity)
+        if UInt64(address) >> 48 == 0 && id <= 0xFFFF {
+            _cache[Self._cacheIndex(address)].store(UInt64(address) << 16 | UInt64(id), ordering: .releasing)
+        }
+    }
+
     /// The id of `keyPath`, assigning the next one on first sight.
     func id(for keyPath: AnyKeyPath) -> UInt32 {
+        if let id = _cached(keyPath) { return id }
         _lock.lock()
         defer { _lock.unlock() }
-        if let hit = _byIdentity[ObjectIdentifier(keyPath)] { return hit.1 }
+        if let id = _byIdentity[ObjectIdentifier(keyPath)] {
+            _rememberIdentity(keyPath, id)   // refresh the direct-mapped slot
+            return id
+        }
         let id: UInt32
         if let existing = _ids[keyPath] {
             id = existing
@@ -34,18 +77,17 @@ internal final class _KeyTable: @unchecked Sendable {
             id = UInt32(_keyPaths.count)
             _ids[keyPath] = id
         }
-        if _byIdentity.count < Self._identityCacheLimit {
-            _byIdentity[ObjectIdentifier(keyPath)] = (keyPath, id)
-        }
+        _rememberIdentity(keyPath, id)
         return id
     }
 
     /// The id of `keyPath` if it was ever interned (used by removal and introspection, which
     /// must not grow the table for key paths nobody observes).
     func existingID(for keyPath: AnyKeyPath) -> UInt32? {
+        if let id = _cached(keyPath) { return id }
         _lock.lock()
         defer { _lock.unlock() }
-        if let hit = _byIdentity[ObjectIdentifier(keyPath)] { return hit.1 }
+        if let id = _byIdentity[ObjectIdentifier(keyPath)] { return id }
         return _ids[keyPath]
     }
 

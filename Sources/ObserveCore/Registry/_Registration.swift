@@ -31,18 +31,24 @@ internal class _AnyRegistration: @unchecked Sendable {
     @usableFromInline let registry: _Registry
     let keyPath: AnyKeyPath
 
-    init(registrar: KeyValueRegistrar, objectAddress: UInt, keyID: UInt32, keyPath: AnyKeyPath,
-         context: UInt, observer: AnyObject?, options: ObservationOptions, queue: DispatchQueue?) {
+    /// Binds `registrar` to `object` (checking it serves no other), interns `keyPath`, and
+    /// records the rest. Non-generic on purpose: the generic subclass init stays tiny.
+    @usableFromInline
+    init(registrar: KeyValueRegistrar, object: AnyObject, keyPath: AnyKeyPath, context: ObservationContext,
+         observer: AnyObject?, options: ObservationOptions, delivery: ObservationDelivery) {
         self.registrar = registrar
         self.registry = registrar._registry
-        self.objectAddress = objectAddress
-        self.keyID = keyID
+        self.objectAddress = registrar._bind(to: object)
+        self.keyID = _KeyTable.shared.id(for: keyPath)
         self.keyPath = keyPath
-        self.context = context
+        self.context = context.rawValue
         self._observer = observer
         self.observerAddress = observer.map { UInt(bitPattern: ObjectIdentifier($0)) } ?? 0
         self.options = options
-        self._queue = queue
+        switch delivery {
+        case .inline: self._queue = nil
+        case .queue(let queue): self._queue = queue
+        }
     }
 
     @inlinable
@@ -54,53 +60,78 @@ internal class _AnyRegistration: @unchecked Sendable {
 }
 
 /// A registration of a handler for a property of type `Value` on objects of type `Root`.
+///
+/// The handler lives in one of two final subclasses, each with a non-optional closure of a
+/// fixed shape. (Reading an optional closure stored in a generic class made the specialised
+/// caller allocate a reabstraction thunk on every notification — callgrind showed a malloc per
+/// set; a non-optional closure read from a final class is called directly.)
 @usableFromInline
-internal final class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, @unchecked Sendable {
-    /// (object, observer or nil, change).
-    @usableFromInline let _handler: (Root, AnyObject?, ObservedChange<Value>) -> Void
-
-    init(registrar: KeyValueRegistrar, objectAddress: UInt, keyID: UInt32, keyPath: AnyKeyPath,
-         context: UInt, observer: AnyObject?, options: ObservationOptions, queue: DispatchQueue?,
-         handler: @escaping (Root, AnyObject?, ObservedChange<Value>) -> Void) {
-        self._handler = handler
-        super.init(registrar: registrar, objectAddress: objectAddress, keyID: keyID, keyPath: keyPath,
-                   context: context, observer: observer, options: options, queue: queue)
-    }
-
+internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, @unchecked Sendable {
     /// Calls the handler on the configured delivery, unless the registration was cancelled or
     /// its observer died (then the registration is removed). Never messages a dead observer.
     @inlinable
-    func _deliver(_ object: Root, _ change: ObservedChange<Value>) {
+    final func _deliver(_ object: Root, _ change: ObservedChange<Value>) {
         if isCancelled { return }
-        var observer: AnyObject? = nil
-        if hasObserver {
-            guard let alive = _observer else {
+        if _queue != nil {
+            _deliverAsync(object, change)
+        } else if hasObserver {
+            guard let observer = _observer else {
                 _removeDeadObserverRegistration()
                 return
             }
-            observer = alive
-        }
-        if let queue = _queue {
-            _deliverAsync(on: queue, object, observer, change)
+            unsafeDowncast(self, to: _ObserverRegistration<Root, Value>.self)._handler(observer, object, change)
         } else {
-            _handler(object, observer, change)
+            unsafeDowncast(self, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
         }
     }
 
     @usableFromInline @inline(never)
-    func _deliverAsync(on queue: DispatchQueue, _ object: Root, _ observer: AnyObject?, _ change: ObservedChange<Value>) {
+    final func _deliverAsync(_ object: Root, _ change: ObservedChange<Value>) {
+        if hasObserver && _observer == nil {
+            _removeDeadObserverRegistration()
+            return
+        }
         let work = _UncheckedSendable((self, object, change))
-        let hadObserver = observer != nil
-        queue.async {
+        _queue.unsafelyUnwrapped.async {
             let (registration, object, change) = work.value
             if registration.isCancelled { return }
-            var observer: AnyObject? = nil
-            if hadObserver {
-                guard let alive = registration._observer else { return }
-                observer = alive
+            if registration.hasObserver {
+                // Never messages an observer that died while the change waited in the queue.
+                guard let observer = registration._observer else { return }
+                unsafeDowncast(registration, to: _ObserverRegistration<Root, Value>.self)._handler(observer, object, change)
+            } else {
+                unsafeDowncast(registration, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
             }
-            registration._handler(object, observer, change)
         }
+    }
+}
+
+/// A registration made with `observe`, kept alive by its ``ObservationToken``.
+@usableFromInline
+internal final class _TokenRegistration<Root: AnyObject, Value>: _PropertyRegistration<Root, Value>, @unchecked Sendable {
+    @usableFromInline let _handler: (Root, ObservedChange<Value>) -> Void
+
+    @inlinable
+    init(registrar: KeyValueRegistrar, object: Root, keyPath: KeyPath<Root, Value>, options: ObservationOptions,
+         delivery: ObservationDelivery, handler: @escaping (Root, ObservedChange<Value>) -> Void) {
+        self._handler = handler
+        super.init(registrar: registrar, object: object, keyPath: keyPath, context: .none,
+                   observer: nil, options: options, delivery: delivery)
+    }
+}
+
+/// A registration made with `addObserver`: the observer is held weakly and passed to the handler.
+@usableFromInline
+internal final class _ObserverRegistration<Root: AnyObject, Value>: _PropertyRegistration<Root, Value>, @unchecked Sendable {
+    @usableFromInline let _handler: (AnyObject, Root, ObservedChange<Value>) -> Void
+
+    @inlinable
+    init(registrar: KeyValueRegistrar, object: Root, keyPath: KeyPath<Root, Value>, context: ObservationContext,
+         observer: AnyObject, options: ObservationOptions, delivery: ObservationDelivery,
+         handler: @escaping (AnyObject, Root, ObservedChange<Value>) -> Void) {
+        self._handler = handler
+        super.init(registrar: registrar, object: object, keyPath: keyPath, context: context,
+                   observer: observer, options: options, delivery: delivery)
     }
 }
 

@@ -8,6 +8,11 @@ internal import CObserveCore
 ///   better to do), and `COBS_INVALID_ARGUMENT` traps as a bug in the façade.
 internal final class _CRegistryTable: _RegistryTable {
     private let _reg: OpaquePointer
+    // Output buffers for `entries(of:into:)`, reused so that removal allocates nothing. Guarded
+    // by the owning shard's lock like the table itself.
+    @exclusivity(unchecked) private var _keyScratch: UnsafeMutablePointer<cobs_key> = .allocate(capacity: 8)
+    @exclusivity(unchecked) private var _slotScratch: UnsafeMutablePointer<cobs_slot> = .allocate(capacity: 8)
+    @exclusivity(unchecked) private var _entryScratchCapacity = 8
 
     init(capacityHint: Int = 0) {
         var reg: OpaquePointer? = nil
@@ -16,15 +21,24 @@ internal final class _CRegistryTable: _RegistryTable {
         _reg = reg!
     }
 
-    deinit { cobs_registry_destroy(_reg) }
+    deinit {
+        cobs_registry_destroy(_reg)
+        _keyScratch.deallocate()
+        _slotScratch.deallocate()
+    }
 
     @inline(__always)
     private static func _key(_ object: UInt, _ key: UInt32, _ context: UInt) -> cobs_key {
         cobs_key(object: object, context: context, key: key, reserved_: 0)
     }
 
+    @inline(__always)
     private static func _check(_ status: cobs_status, _ function: StaticString) {
-        guard status != COBS_OK else { return }
+        if status != COBS_OK { _fail(status, function) }
+    }
+
+    @inline(never)
+    private static func _fail(_ status: cobs_status, _ function: StaticString) -> Never {
         let name = String(cString: cobs_status_name(status))
         if status == COBS_NO_MEMORY {
             fatalError("ObserveCore: out of memory in \(function) (\(name))")
@@ -63,15 +77,26 @@ internal final class _CRegistryTable: _RegistryTable {
         return count
     }
 
-    override func entries(of object: UInt) -> [_TableEntry] {
+    override func entries(of object: UInt, into entries: inout [_TableEntry]) {
+        entries.removeAll(keepingCapacity: true)
         var count = 0
-        var status = cobs_registry_object_entries(_reg, object, nil, nil, 0, &count)
-        if count == 0 { return [] }
-        var keys = [cobs_key](repeating: cobs_key(), count: count)
-        var slots = [cobs_slot](repeating: 0, count: count)
-        status = cobs_registry_object_entries(_reg, object, &keys, &slots, count, &count)
+        var status = cobs_registry_object_entries(_reg, object, _keyScratch, _slotScratch, _entryScratchCapacity, &count)
+        if status == COBS_BUFFER_TOO_SMALL {
+            _growEntryScratch(to: count)
+            status = cobs_registry_object_entries(_reg, object, _keyScratch, _slotScratch, _entryScratchCapacity, &count)
+        }
         Self._check(status, "cobs_registry_object_entries")
-        return (0..<count).map { _TableEntry(key: keys[$0].key, context: keys[$0].context, slot: slots[$0]) }
+        for i in 0..<count {
+            entries.append(_TableEntry(key: _keyScratch[i].key, context: _keyScratch[i].context, slot: _slotScratch[i]))
+        }
+    }
+
+    private func _growEntryScratch(to count: Int) {
+        _keyScratch.deallocate()
+        _slotScratch.deallocate()
+        _entryScratchCapacity = max(count, _entryScratchCapacity * 2)
+        _keyScratch = .allocate(capacity: _entryScratchCapacity)
+        _slotScratch = .allocate(capacity: _entryScratchCapacity)
     }
 
     override func removeObject(_ object: UInt) -> [UInt32] {

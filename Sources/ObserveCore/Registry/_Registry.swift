@@ -28,21 +28,37 @@ internal final class _Registry: @unchecked Sendable {
 
     let backend: ObservationBackend
     private static let _shardBits = 6
-    let shards: [_Shard]
+    /// Immortal shards, held unmanaged so that picking one costs no retain/release on the
+    /// notification path (registries live as long as the process; `deinit` never runs).
+    private let _shards: UnsafeMutablePointer<Unmanaged<_Shard>>
+    private static let _shardCount = 1 << _shardBits
     /// Registrations currently stored (not yet cancelled) in this registry.
     let liveCount = Atomic<Int>(0)
 
     private init(backend: ObservationBackend) {
         self.backend = backend
-        self.shards = (0..<(1 << Self._shardBits)).map { _ in _Shard(backend: backend) }
+        _shards = .allocate(capacity: Self._shardCount)
+        for i in 0..<Self._shardCount {
+            (_shards + i).initialize(to: Unmanaged.passRetained(_Shard(backend: backend)))
+        }
     }
 
     @inline(__always)
-    func shard(for object: UInt) -> _Shard {
+    func shard(for object: UInt) -> Unmanaged<_Shard> {
         // Fibonacci hashing: aligned addresses have empty low bits, the top bits of the
         // product mix all of them.
         let index = Int(truncatingIfNeeded: (UInt64(object) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - Self._shardBits))
-        return shards[index]
+        return _shards[index]
+    }
+
+    /// Runs `body` on `object`'s shard with its lock held.
+    @inline(__always)
+    private func _withShard<R>(for object: UInt, _ body: (_Shard) -> R) -> R {
+        shard(for: object)._withUnsafeGuaranteedRef { shard in
+            shard.lock.lock()
+            defer { shard.lock.unlock() }
+            return body(shard)
+        }
     }
 
     // MARK: Adding and removing
@@ -50,9 +66,10 @@ internal final class _Registry: @unchecked Sendable {
     /// Adds `registration`. Returns false (and adds nothing) when it names an observer that
     /// already has a registration for the same (object, key, context): the first one is kept.
     func add(_ registration: _AnyRegistration) -> Bool {
-        let shard = self.shard(for: registration.objectAddress)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
+        _withShard(for: registration.objectAddress) { shard in _add(registration, to: shard) }
+    }
+
+    private func _add(_ registration: _AnyRegistration, to shard: _Shard) -> Bool {
         let added = shard.add(registration)
         if added {
             liveCount.add(1, ordering: .relaxed)
@@ -68,40 +85,35 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Removes one registration; a no-op if it is already gone.
     func remove(_ registration: _AnyRegistration) {
-        let shard = self.shard(for: registration.objectAddress)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        guard !registration.isCancelled else { return }
-        shard.removeFromGroup(registration)
-        liveCount.subtract(1, ordering: .relaxed)
-        shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+        _withShard(for: registration.objectAddress) { shard in
+            guard !registration.isCancelled else { return }
+            shard.removeFromGroup(registration)
+            liveCount.subtract(1, ordering: .relaxed)
+            shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+        }
     }
 
     /// Removes the registrations on `object` that match every non-nil filter; returns how many.
     @discardableResult
     func remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
                 where matches: (_AnyRegistration) -> Bool) -> Int {
-        let shard = self.shard(for: object)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        var removed = 0
-        for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
-            shard.removeFromGroup(registration)
-            removed += 1
+        _withShard(for: object) { shard in
+            var removed = 0
+            for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
+                shard.removeFromGroup(registration)
+                removed += 1
+            }
+            if removed > 0 {
+                liveCount.subtract(removed, ordering: .relaxed)
+                shard.refreshMasks(object: object, registrar: registrar)
+            }
+            return removed
         }
-        if removed > 0 {
-            liveCount.subtract(removed, ordering: .relaxed)
-            shard.refreshMasks(object: object, registrar: registrar)
-        }
-        return removed
     }
 
     /// Removes every registration on `object` (the object is going away).
     func removeObject(_ object: UInt) {
-        let shard = self.shard(for: object)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        let removed = shard.removeObject(object)
+        let removed = _withShard(for: object) { shard in shard.removeObject(object) }
         if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
     }
 
@@ -111,29 +123,23 @@ internal final class _Registry: @unchecked Sendable {
     /// none. The returned array is a snapshot: handlers may add and remove registrations freely.
     @usableFromInline
     func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
-        let shard = self.shard(for: object)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        return shard.collect(object: object, keyID: keyID)
+        _withShard(for: object) { shard in shard.collect(object: object, keyID: keyID) }
     }
 
     // MARK: Introspection
 
     /// The live registrations on `object` (optionally for one key), in registration order per group.
     func registrations(object: UInt, keyID: UInt32? = nil) -> [_AnyRegistration] {
-        let shard = self.shard(for: object)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        return shard.registrations(object: object, keyID: keyID)
+        _withShard(for: object) { shard in shard.registrations(object: object, keyID: keyID) }
     }
 
     /// Every live registration of this registry.
     func allRegistrations() -> [_AnyRegistration] {
         var result: [_AnyRegistration] = []
-        for shard in shards {
-            shard.lock.lock()
-            result.append(contentsOf: shard.allRegistrations())
-            shard.lock.unlock()
+        for i in 0..<Self._shardCount {
+            _shards[i]._withUnsafeGuaranteedRef { shard in
+                shard.lock.withLock { result.append(contentsOf: shard.allRegistrations()) }
+            }
         }
         return result
     }
@@ -147,10 +153,8 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Traps if any shard's table or groups are inconsistent.
     func checkInvariants() {
-        for shard in shards {
-            shard.lock.lock()
-            shard.checkInvariants()
-            shard.lock.unlock()
+        for i in 0..<Self._shardCount {
+            _shards[i]._withUnsafeGuaranteedRef { shard in shard.lock.withLock { shard.checkInvariants() } }
         }
     }
 }

@@ -24,8 +24,8 @@ internal class _RegistryTable {
     func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
         fatalError("abstract")
     }
-    /// Every entry of `object`.
-    func entries(of object: UInt) -> [_TableEntry] { fatalError("abstract") }
+    /// Replaces the contents of `entries` with every entry of `object` (reusing its storage).
+    func entries(of object: UInt, into entries: inout [_TableEntry]) { fatalError("abstract") }
     /// Removes every entry of `object` and returns their slots.
     func removeObject(_ object: UInt) -> [UInt32] { fatalError("abstract") }
     /// The number of entries.
@@ -40,8 +40,9 @@ internal class _RegistryTable {
 /// differentially tested against. Per-object entry lists are short (one per observed
 /// (key, context)), so a linear scan within an object beats a second hash.
 internal final class _SwiftRegistryTable: _RegistryTable {
-    private var _objects: [UInt: [_TableEntry]] = [:]
-    private var _count = 0
+    // Guarded by the owning shard's lock (see `_Shard`), hence no dynamic exclusivity checks.
+    @exclusivity(unchecked) private var _objects: [UInt: [_TableEntry]] = [:]
+    @exclusivity(unchecked) private var _count = 0
 
     override func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? {
         if let existing = _objects[object]?.first(where: { $0.key == key && $0.context == context }) {
@@ -76,7 +77,10 @@ internal final class _SwiftRegistryTable: _RegistryTable {
         return found
     }
 
-    override func entries(of object: UInt) -> [_TableEntry] { _objects[object] ?? [] }
+    override func entries(of object: UInt, into entries: inout [_TableEntry]) {
+        entries.removeAll(keepingCapacity: true)
+        if let list = _objects[object] { entries.append(contentsOf: list) }
+    }
 
     override func removeObject(_ object: UInt) -> [UInt32] {
         guard let list = _objects.removeValue(forKey: object) else { return [] }
