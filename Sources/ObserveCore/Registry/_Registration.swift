@@ -24,6 +24,9 @@ internal class _AnyRegistration: @unchecked Sendable {
     @usableFromInline weak var _observer: AnyObject?
     @usableFromInline let _queue: DispatchQueue?
     @usableFromInline let _cancelled = Atomic<Bool>(false)
+    /// The shard slot of this registration's group; meaningful while not cancelled, and read
+    /// and written only under the shard's lock.
+    @exclusivity(unchecked) var _slot: UInt32 = 0
     /// The registrar of the observed object. Valid while `_cancelled` is false when read under
     /// the shard lock: the registrar's deinit cancels (under the same lock) before it goes away.
     unowned(unsafe) let registrar: KeyValueRegistrar

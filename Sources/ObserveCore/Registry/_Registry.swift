@@ -87,9 +87,12 @@ internal final class _Registry: @unchecked Sendable {
     func remove(_ registration: _AnyRegistration) {
         _withShard(for: registration.objectAddress) { shard in
             guard !registration.isCancelled else { return }
-            shard.removeFromGroup(registration)
+            let emptied = shard.removeFromGroup(registration)
             liveCount.subtract(1, ordering: .relaxed)
-            shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+            // The masks change only when a key lost its last group or a .prior registration left.
+            if emptied || registration.options.contains(.prior) {
+                shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+            }
         }
     }
 

@@ -51,7 +51,10 @@ internal final class _Shard: @unchecked Sendable {
 
     func add(_ registration: _AnyRegistration) -> Bool {
         let object = registration.objectAddress, key = registration.keyID, context = registration.context
-        if let slot = _table.find(object: object, key: key, context: context) {
+        // One table operation: insert a fresh slot, or learn the slot of the existing group.
+        let fresh = _allocateSlot()
+        if let slot = _table.insert(object: object, key: key, context: context, slot: fresh) {
+            _freeSlots.append(fresh)
             let index = Int(slot)
             if registration.hasObserver {
                 // An entry with the same observer address whose observer died belongs to a
@@ -63,31 +66,33 @@ internal final class _Shard: @unchecked Sendable {
                     registration.registry.liveCount.subtract(1, ordering: .relaxed)
                 }
             }
+            registration._slot = slot
             _groups[index].append(registration)
             return true
         }
-        let slot = _allocateSlot()
-        if let existing = _table.insert(object: object, key: key, context: context, slot: slot) {
-            preconditionFailure("ObserveCore: registry table holds slot \(existing) that find() missed")
-        }
-        _groups[Int(slot)].append(registration)
+        registration._slot = fresh
+        _groups[Int(fresh)].append(registration)
         return true
     }
 
     /// Removes a live registration from its group (and the group's entry once it is empty) and
-    /// marks it cancelled.
-    func removeFromGroup(_ registration: _AnyRegistration) {
-        let object = registration.objectAddress, key = registration.keyID, context = registration.context
-        guard let slot = _table.find(object: object, key: key, context: context),
-              let position = _groups[Int(slot)].firstIndex(where: { $0 === registration })
-        else { preconditionFailure("ObserveCore: live registration missing from its shard") }
+    /// marks it cancelled. Returns true when the group emptied (the object's masks may change).
+    @discardableResult
+    func removeFromGroup(_ registration: _AnyRegistration) -> Bool {
+        let slot = registration._slot
+        guard let position = _groups[Int(slot)].firstIndex(where: { $0 === registration })
+        else { preconditionFailure("ObserveCore: live registration missing from its shard group") }
         _groups[Int(slot)].remove(at: position)
-        if _groups[Int(slot)].isEmpty {
-            _table.remove(object: object, key: key, context: context)
-            _groups[Int(slot)] = []   // release the buffer
-            _freeSlots.append(slot)
-        }
         registration._cancelled.store(true, ordering: .releasing)
+        guard _groups[Int(slot)].isEmpty else { return false }
+        let removed = _table.remove(object: registration.objectAddress, key: registration.keyID,
+                                    context: registration.context)
+        precondition(removed == slot, "ObserveCore: registry table and shard groups disagree")
+        // The emptied buffer is kept for the next group that takes this slot: register/remove
+        // churn then allocates no group storage.
+        _groups[Int(slot)].removeAll(keepingCapacity: true)
+        _freeSlots.append(slot)
+        return true
     }
 
     /// Removes every registration of `object`; returns how many.
@@ -98,7 +103,7 @@ internal final class _Shard: @unchecked Sendable {
                 registration._cancelled.store(true, ordering: .releasing)
                 removed += 1
             }
-            _groups[Int(slot)] = []
+            _groups[Int(slot)].removeAll(keepingCapacity: true)
             _freeSlots.append(slot)
         }
         return removed
