@@ -9,5 +9,7 @@
 #define COBS_VERSION_MINOR 1
 
 #include "cobs_registry.h"
+#include "cobs_changes.h"
+#include "cobs_positions.h"
 
 #endif /* COBS_COBSERVE_H */

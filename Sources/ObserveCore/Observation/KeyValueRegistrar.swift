@@ -29,6 +29,11 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @usableFromInline internal let _observedMask = Atomic<UInt64>(0)
     /// The same for registrations that asked for `.prior` (checked by `willSet`).
     @usableFromInline internal let _priorMask = Atomic<UInt64>(0)
+    /// Membership of this object in arrays observed with element key paths: the low 32 bits
+    /// count (array, occurrence) memberships, the high 32 bits are the member bits of those
+    /// arrays' element keys. Updated with compare-and-swap so that the count reaching zero and
+    /// the bits being cleared happen together.
+    @usableFromInline internal let _membership = Atomic<UInt64>(0)
     /// The registry this object's registrations live in.
     @usableFromInline internal let _registry: _Registry
     /// The address of the object this registrar serves, 0 until the first registration.
@@ -85,10 +90,52 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     public func didSet<Root: KeyValueObservable, Value>(_ key: @autoclosure () -> ObservableKey<Root, Value>,
                                                         of object: Root, from oldValue: Value, to newValue: Value) {
         let mask = _observedMask.load(ordering: .relaxed)
+            | (_membership.load(ordering: .relaxed) & 0xFFFF_FFFF_0000_0000)
         if _fastPath(mask == 0) { return }
         let key = key()
-        if mask & key._bit == 0 { return }
-        _notify(key, object, oldValue, newValue)
+        if mask & (key._bit | key._memberBit) == 0 { return }
+        if mask & key._memberBit != 0 {
+            _notifyArrays(key._id, object, oldValue, newValue)
+        }
+        if mask & key._bit != 0 {
+            _notify(key, object, oldValue, newValue)
+        }
+    }
+
+    /// Tells the observed arrays holding `object` that its property `keyID` changed.
+    @usableFromInline @inline(never)
+    internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ oldValue: Any, _ newValue: Any) {
+        _ElementTrackers.shared.elementDidChange(keyID: keyID, element: object, oldValue: oldValue, newValue: newValue)
+    }
+
+    /// Counts one more membership in a tracked array whose element keys have `memberBits`.
+    internal func _enterArray(memberBits: UInt64) {
+        var word = _membership.load(ordering: .relaxed)
+        while true {
+            precondition(word & 0xFFFF_FFFF != 0xFFFF_FFFF, "ObserveCore: an object is in 2^32 tracked arrays")
+            let (exchanged, current) = _membership.compareExchange(
+                expected: word, desired: (word | memberBits) &+ 1, ordering: .relaxed)
+            if exchanged { return }
+            word = current
+        }
+    }
+
+    /// Adds member bits without changing the count (a tracked array gained an element key).
+    internal func _addMemberBits(_ memberBits: UInt64) {
+        _membership.bitwiseOr(memberBits, ordering: .relaxed)
+    }
+
+    /// Counts one membership less; the member bits go with the last one.
+    internal func _leaveArray() {
+        var word = _membership.load(ordering: .relaxed)
+        while true {
+            let count = word & 0xFFFF_FFFF
+            precondition(count > 0, "ObserveCore: array membership count underflow")
+            let desired: UInt64 = count == 1 ? 0 : word &- 1
+            let (exchanged, current) = _membership.compareExchange(expected: word, desired: desired, ordering: .relaxed)
+            if exchanged { return }
+            word = current
+        }
     }
 
     @inlinable @inline(never)

@@ -30,13 +30,17 @@ public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
     public let keyPath: KeyPath<Root, Value>
     /// The small integer id shared with every registration made through ``keyPath``.
     @usableFromInline internal let _id: UInt32
-    /// `1 << (id % 64)`: the bit this key sets in an object's observed-key masks.
+    /// `1 << (id % 32)`: the bit this key sets in an object's observed-key masks.
     @usableFromInline internal let _bit: UInt64
+    /// `1 << (32 + id % 32)`: the bit set in an element's membership word while an array that
+    /// holds it is observed with this key as an element key path.
+    @usableFromInline internal let _memberBit: UInt64
 
     /// Declares the key for `keyPath`. Cheap enough for a `static let`; call it once per property.
     public init(_ keyPath: KeyPath<Root, Value>) {
         self.keyPath = keyPath
         self._id = _KeyTable.shared.id(for: keyPath)
         self._bit = _KeyTable.bit(for: self._id)
+        self._memberBit = _KeyTable.memberBit(for: self._id)
     }
 }

@@ -14,17 +14,31 @@ public final class ObservationToken: @unchecked Sendable {
     // One registration is the common case; it is kept out of an array to spare an allocation.
     private let _single: _AnyRegistration?
     private let _several: [_AnyRegistration]
+    /// For composite observations (an owner's array property): cancels the whole composite.
+    private let _cancelComposite: (@Sendable () -> Void)?
+    private let _isCompositeCancelled: (@Sendable () -> Bool)?
 
     @usableFromInline
     internal init(_ registration: _AnyRegistration?) {
         _single = registration
         _several = []
+        _cancelComposite = nil
+        _isCompositeCancelled = nil
     }
 
     @usableFromInline
     internal init(_ registrations: [_AnyRegistration]) {
         _single = nil
         _several = registrations
+        _cancelComposite = nil
+        _isCompositeCancelled = nil
+    }
+
+    internal init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool) {
+        _single = nil
+        _several = []
+        _cancelComposite = cancel
+        _isCompositeCancelled = isCancelled
     }
 
     deinit { cancel() }
@@ -35,8 +49,12 @@ public final class ObservationToken: @unchecked Sendable {
         for registration in _several where !registration.isCancelled {
             registration.registry.remove(registration)
         }
+        _cancelComposite?()
     }
 
     /// Whether the observation has stopped (cancelled, removed, or its object died).
-    public var isCancelled: Bool { (_single?.isCancelled ?? true) && _several.allSatisfy { $0.isCancelled } }
+    public var isCancelled: Bool {
+        if let _isCompositeCancelled { return _isCompositeCancelled() }
+        return (_single?.isCancelled ?? true) && _several.allSatisfy { $0.isCancelled }
+    }
 }

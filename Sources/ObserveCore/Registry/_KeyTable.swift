@@ -32,8 +32,13 @@ internal final class _KeyTable: @unchecked Sendable {
         for i in 0..<count { (_cache + i).initialize(to: Atomic<UInt64>(0)) }
     }
 
+    /// The bit of key `id` in a registrar's observed masks (low half of the word).
     @inline(__always)
-    static func bit(for id: UInt32) -> UInt64 { 1 &<< UInt64(id & 63) }
+    static func bit(for id: UInt32) -> UInt64 { 1 &<< UInt64(id & 31) }
+
+    /// The bit of key `id` in a registrar's membership word (high half; see `_membership`).
+    @inline(__always)
+    static func memberBit(for id: UInt32) -> UInt64 { 1 &<< UInt64(32 + (id & 31)) }
 
     @inline(__always)
     private static func _cacheIndex(_ address: UInt) -> Int {

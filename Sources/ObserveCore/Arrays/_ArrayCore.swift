@@ -1,0 +1,66 @@
+/// The internal interfaces between `ObservableArray` and the two implementations of its core
+/// algorithms: the C core (`cobs_changes.h`, `cobs_positions.h`) and the pure-Swift twin. The
+/// array picks one by its registrar's ``ObservationBackend``.
+
+/// The kind of one run of an array change (raw values match `cobs_run_op`).
+internal enum _RunOp: UInt32, Sendable {
+    case remove = 1
+    case insert = 2
+    case move = 3
+    case modify = 4
+}
+
+/// One run of an array change, as in `cobs_run` (see `include/cobs_changes.h` for the meaning
+/// of each field and the canonical order).
+internal struct _ArrayRun: Equatable, Sendable {
+    var op: _RunOp
+    var start: Int
+    var length: Int
+    var to: Int
+
+    init(_ op: _RunOp, start: Int, length: Int, to: Int = 0) {
+        self.op = op
+        self.start = start
+        self.length = length
+        self.to = to
+    }
+}
+
+/// Sorting, merging and validating runs (the encoder).
+internal protocol _RunEncoding {
+    /// Sorts into canonical order and merges touching runs; traps on malformed runs (a bug in
+    /// the array, whose mutators are the only producers).
+    static func normalize(_ runs: inout [_ArrayRun])
+    /// Whether `runs` is a canonical, consistent change from `oldCount` to `newCount` elements.
+    static func validate(_ runs: [_ArrayRun], oldCount: Int, newCount: Int) -> Bool
+}
+
+/// Composes the edits of a batch into one canonical change (see `cobs_batch` in the header).
+internal protocol _BatchComposing: AnyObject {
+    /// The array's current length inside the batch.
+    var count: Int { get }
+    func insert(at index: Int, count: Int)
+    /// The original index of each removed element, nil for elements inserted during the batch.
+    func remove(at index: Int, count: Int) -> [Int?]
+    func move(from: Int, to: Int)
+    func modify(at index: Int)
+    func finish() -> [_ArrayRun]
+}
+
+/// Element address -> slots of the array's ring (see `cobs_positions.h`, including the ring
+/// invariant every call relies on).
+internal protocol _PositionIndexing: AnyObject {
+    func insert(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32)
+    func remove(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32)
+    func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32)
+    /// Replaces the contents of `slots` with the slots holding `element` (unordered).
+    func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32])
+    func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count: Int)
+    func clear()
+    var count: Int { get }
+    /// Heap bytes held by the index (for the benchmark's memory figures).
+    var bytes: Int { get }
+    /// Traps with a description when an invariant is broken (for tests).
+    func checkInvariants(ring: UnsafePointer<UInt>, mask: UInt32)
+}
+

@@ -1,0 +1,114 @@
+/*
+** ObserveCore C core: the element-position index of an observed array.
+**
+** Answers "at which indices of this array is element E?" in O(1) expected time, so that an
+** element's property change is reported with its index without scanning the array, and keeps
+** answering it cheaply while the array is mutated (inserting at index 0 touches nothing).
+**
+** The array stores its elements in a RING owned by the caller: `ring` is an array of
+** `mask + 1` (a power of two) words, slot `s` holds the address of the element there, and the
+** element at logical index i sits in slot (head + i) & mask. The index maps an element address
+** to the SLOTS holding it (several when the element appears several times). It stores only a
+** 32-bit slot and a 7-bit fingerprint per entry (5 bytes per bucket, at most 7/8 full): the
+** element's address is read back from `ring[slot]` when a candidate must be confirmed. That
+** keeps the index near 6.5 bytes per element, but it makes the ring part of the contract:
+**
+**   RING INVARIANT: whenever a function below receives `ring`, every entry's slot must hold the
+**   entry's element in `ring` (except the one entry being removed or moved by that call).
+**
+** Because logical indices derive from slots, inserting at the front (head - 1) or appending
+** changes no entry; an insertion or removal in the middle moves the elements of the shorter side
+** (`cobs_positions_move` for each); reallocating the ring needs `cobs_positions_rebuild`.
+**
+** Thread safety: not thread-safe; the owning array serializes calls under its lock.
+** Failure atomicity: an error leaves the index unchanged.
+*/
+#ifndef COBS_POSITIONS_H
+#define COBS_POSITIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cobs_registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Clang's -Wpedantic reports every nullability annotation as -Wnullability-extension; silence it
+** for this header only, as cobs_registry.h does (which also defines the annotations away for
+** compilers without them). */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnullability-extension"
+#endif
+
+/// Element address -> slots of the caller's ring. Opaque.
+typedef struct cobs_positions cobs_positions;
+
+/// Creates an empty index with room for `capacity_hint` entries and a hash seed (from
+/// `arc4random_buf` when `seed` is 0, else `seed` itself, for reproducible tests).
+/// `allocator` may be NULL (malloc/free). Errors: COBS_INVALID_ARGUMENT, COBS_NO_MEMORY.
+cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cobs_allocator *_Nullable allocator,
+                                  cobs_positions *_Nullable *_Nonnull out);
+
+/// Frees the index. NULL is a no-op.
+void cobs_positions_destroy(cobs_positions *_Nullable pos);
+
+/// Records that `element` (non-zero) occupies `slot` (<= mask). The caller guarantees the pair
+/// is not already recorded and that `ring[slot] == element`. Amortized O(1); may grow (reads
+/// `ring` to rehash). Errors: COBS_INVALID_ARGUMENT (NULL, element 0, slot > mask, mask + 1 not a
+/// power of two or above 2^32), COBS_NO_MEMORY.
+cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+                                  uintptr_t element, uint32_t slot);
+
+/// Forgets that `element` occupies `slot`. Backward-shift deletion (reads `ring` to find the home
+/// of entries it shifts). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
+cobs_status cobs_positions_remove(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+                                  uintptr_t element, uint32_t slot);
+
+/// Records that `element` moved from slot `from` to slot `to` (one entry rewritten in place;
+/// does not read `ring`). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
+cobs_status cobs_positions_move(cobs_positions *_Nullable pos, uint32_t mask, uintptr_t element,
+                                uint32_t from, uint32_t to);
+
+/// Writes up to `capacity` slots holding `element` to `slots_out` (in no particular order) and
+/// their number to `*count`. O(1) expected. Errors: COBS_BUFFER_TOO_SMALL (first `capacity`
+/// written, `*count` is the full number), COBS_INVALID_ARGUMENT.
+cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+                                  uint32_t mask, uintptr_t element, uint32_t *_Nullable slots_out,
+                                  size_t capacity, size_t *_Nullable count);
+
+/// Replaces the whole index with the `count` elements at logical indices 0..<count of the ring
+/// (slots (head + i) & mask). Used after the ring is reallocated, sorted, or filled at once.
+/// O(count). Errors: COBS_INVALID_ARGUMENT, COBS_NO_MEMORY (index unchanged).
+cobs_status cobs_positions_rebuild(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+                                   uint32_t head, size_t count);
+
+/// Removes every entry (keeps the allocation). NULL is a no-op.
+void cobs_positions_clear(cobs_positions *_Nullable pos);
+
+/// Number of entries. NULL gives 0.
+size_t cobs_positions_count(const cobs_positions *_Nullable pos);
+
+/// Bytes the index holds on the heap (for the benchmark's memory figures). NULL gives 0.
+size_t cobs_positions_bytes(const cobs_positions *_Nullable pos);
+
+/// Verifies the index against the ring: counts, reachability from home buckets, fingerprints,
+/// and that every entry's slot holds its element. O(capacity). COBS_OK or COBS_CORRUPT.
+cobs_status cobs_positions_check_invariants(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+                                            uint32_t mask);
+
+/// Longest home-to-bucket distance of any entry (probe-length bound, for tests). NULL gives 0.
+size_t cobs_positions_max_displacement(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+                                       uint32_t mask);
+
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COBS_POSITIONS_H */
