@@ -31,7 +31,7 @@ let package = Package(
                 .define("COBS_INTERNAL_CHECKS", .when(configuration: .debug)),
                 // .define("COBS_DETERMINISTIC_HASHING"),
             ],
-            linkerSettings: [.linkedLibrary("bsd")]
+            linkerSettings: [.linkedLibrary("bsd", .when(platforms: [.linux]))]
         ),
         .target(
             name: "ObserveCore",

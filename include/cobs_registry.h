@@ -7,7 +7,8 @@
 ** The registry maps a registration key (object address, key id, context) to one 32-bit slot, an
 ** index into a callback table that the caller owns. The core never dereferences `object`, never
 ** stores anything but integers, and never calls back into the caller. For the design (probing,
-** deletion, load factor, hashing) see the essay at the top of registry.c.
+** deletion, load factor, hashing) see the essay at the top of Sources/CObserveCore/registry.c;
+** the memory layout and the table's invariants are in registry_layout.h next to it.
 **
 ** Thread safety: a `cobs_registry` is NOT thread-safe. Callers serialize every call on one
 ** registry (ObserveCore shards its registrations over several registries, each behind its own
@@ -85,7 +86,9 @@ typedef struct cobs_key {
 typedef uint32_t cobs_slot;
 
 /// A pluggable allocator (tests inject failures through it). Both functions must be non-NULL.
-/// `allocate` returns NULL on failure; `deallocate` receives what `allocate` returned and its size.
+/// `allocate` returns NULL on failure, and otherwise memory aligned as malloc's is; `deallocate`
+/// receives what `allocate` returned and the size that was asked for. The registry allocates its
+/// own struct and one backing array through it, nothing else.
 typedef struct cobs_allocator {
     void *_Nullable (*_Nonnull allocate)(void *_Nullable user, size_t size);
     void (*_Nonnull deallocate)(void *_Nullable user, void *_Nullable pointer, size_t size);
@@ -111,13 +114,16 @@ typedef struct cobs_registry cobs_registry;
 
 /// Creates an empty registry whose hash seed comes from `arc4random_buf` (libbsd), unless the
 /// library was built with COBS_DETERMINISTIC_HASHING, in which case the seed is a fixed constant.
-/// `capacity_hint` entries fit without growing (0 is fine). Writes the registry to `*out`.
-/// Errors: COBS_INVALID_ARGUMENT (out NULL, hint absurdly large), COBS_NO_MEMORY.
+/// `capacity_hint` entries fit without growing (0 is fine). Writes the registry to `*out`; on
+/// any error, `*out` is set to NULL (when `out` itself is not NULL).
+/// Errors: COBS_INVALID_ARGUMENT (out NULL, hint beyond what a table can hold: more than 3/4 of
+/// 2^58 on 64-bit targets), COBS_NO_MEMORY.
 cobs_status cobs_registry_create(size_t capacity_hint, cobs_registry *_Nullable *_Nonnull out);
 
 /// Like `cobs_registry_create`, with an explicit seed (deterministic, for tests and for
 /// reproducible benchmarks) and an optional allocator (NULL means malloc/free). The allocator
-/// struct is copied. Errors as `cobs_registry_create`.
+/// struct is copied. Errors as `cobs_registry_create`, plus COBS_INVALID_ARGUMENT for an
+/// allocator with a NULL function.
 cobs_status cobs_registry_create_with(size_t capacity_hint, uint64_t seed,
                                       const cobs_allocator *_Nullable allocator,
                                       cobs_registry *_Nullable *_Nonnull out);
@@ -129,7 +135,8 @@ void cobs_registry_destroy(cobs_registry *_Nullable reg);
 /* Entries                                                                                     */
 /* ------------------------------------------------------------------------------------------- */
 
-/// Inserts `key -> slot`. Amortized O(1); may grow the table (one allocation).
+/// Inserts `key -> slot`. Amortized O(1); grows the table x2 (one allocation) when the entry would
+/// take it past 3/4 full.
 /// Errors: COBS_EXISTS (key present; `*existing` receives its slot if `existing` is non-NULL),
 /// COBS_NO_MEMORY (growth failed), COBS_INVALID_ARGUMENT (reg NULL, key.object 0, reserved_ != 0).
 cobs_status cobs_registry_insert(cobs_registry *_Nullable reg, cobs_key key, cobs_slot slot,
@@ -141,7 +148,8 @@ cobs_status cobs_registry_find(const cobs_registry *_Nullable reg, cobs_key key,
                                cobs_slot *_Nullable out);
 
 /// Removes `key`, writing its slot to `*removed` if non-NULL. Backward-shift deletion: no
-/// tombstones. May shrink the table; a failed shrink is not an error (the table stays larger).
+/// tombstones. May shrink the table (halving while it is under 1/8 full, never below 16
+/// buckets); a failed shrink is not an error (the table stays larger).
 /// Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
 cobs_status cobs_registry_remove(cobs_registry *_Nullable reg, cobs_key key,
                                  cobs_slot *_Nullable removed);
@@ -158,7 +166,8 @@ cobs_status cobs_registry_lookup(const cobs_registry *_Nullable reg, uintptr_t o
 
 /// Lists every entry of `object` (keys and slots, in table order). `keys_out` / `slots_out` may be
 /// NULL independently when the caller wants only the other (or, with capacity 0, only the count).
-/// Cost: O(entries of `object` + local cluster). Errors: as `cobs_registry_lookup`.
+/// Cost: O(entries of `object` + local cluster). Errors: as `cobs_registry_lookup`, where "out
+/// NULL with capacity > 0" means both outputs NULL with capacity > 0.
 cobs_status cobs_registry_object_entries(const cobs_registry *_Nullable reg, uintptr_t object,
                                          cobs_key *_Nullable keys_out,
                                          cobs_slot *_Nullable slots_out, size_t capacity,
@@ -167,7 +176,9 @@ cobs_status cobs_registry_object_entries(const cobs_registry *_Nullable reg, uin
 /// Removes every entry of `object`, writing their slots to `slots_out` and the number removed to
 /// `*count`. Cost: O(entries of `object` + local cluster); never scans the table.
 /// Errors: COBS_BUFFER_TOO_SMALL (nothing removed; `*count` is how many would be),
-/// COBS_INVALID_ARGUMENT (as lookup). Removing from an object with no entries is COBS_OK, count 0.
+/// COBS_INVALID_ARGUMENT (as lookup). Removing from an object with no entries is COBS_OK, count 0,
+/// and changes nothing. After removing entries the table may shrink as with `cobs_registry_remove`
+/// (one O(capacity) rehash, paid for by the removals that emptied it; a failed shrink is ignored).
 cobs_status cobs_registry_remove_object(cobs_registry *_Nullable reg, uintptr_t object,
                                         cobs_slot *_Nullable slots_out, size_t capacity,
                                         size_t *_Nullable count);
@@ -183,7 +194,7 @@ size_t cobs_registry_count(const cobs_registry *_Nullable reg);
 cobs_status cobs_registry_stats_get(const cobs_registry *_Nullable reg,
                                     cobs_registry_stats *_Nullable out);
 
-/// Verifies every structural invariant listed on `struct cobs_registry` in registry.c (count
+/// Verifies every structural invariant listed on `struct cobs_registry` in registry_layout.h (count
 /// matches, no entry unreachable from its home bucket, fingerprints match, no duplicate keys,
 /// load factor within bounds). O(capacity). Returns COBS_OK or COBS_CORRUPT (and prints what is
 /// wrong to stderr), or COBS_INVALID_ARGUMENT for NULL.

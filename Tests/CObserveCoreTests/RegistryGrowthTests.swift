@@ -52,6 +52,16 @@ final class RegistryGrowthTests: XCTestCase {
         XCTAssertEqual(reg.capacity, initial, "1001 still fits under 1536")
     }
 
+    func testRemoveObjectThatRemovesNothingKeepsTheCapacityHint() {
+        let reg = TestRegistry(capacityHint: 1000)
+        reg.insert(key(0), 0)
+        XCTAssertEqual(reg.removeObject(0xDEAD_0000).count, 0)
+        XCTAssertNil(reg.remove(key(1)))
+        XCTAssertEqual(reg.capacity, 2048, "calls that removed nothing did not shrink the table")
+        XCTAssertEqual(reg.remove(key(0)), 0)
+        XCTAssertEqual(reg.capacity, 16, "the first real removal applies the shrink policy")
+    }
+
     func testRemovingBelowOneEighthHalvesTheTableButNeverBelowSixteen() {
         let reg = TestRegistry()
         for i in 0..<1000 { reg.insert(key(i), cobs_slot(i)) }
@@ -117,7 +127,7 @@ final class RegistryGrowthTests: XCTestCase {
 
     func testAFailedGrowthReportsNoMemoryAndLeavesTheTableUnchanged() {
         let allocator = CountingAllocator()
-        let reg = TestRegistry(allocator: allocator.cAllocator)
+        let reg = TestRegistry(allocator: allocator)
         for i in 0..<12 { reg.insert(key(i), cobs_slot(i)) }
         let before = reg.stats
         let entriesBefore = (0..<12).map { reg.find(key($0)) }
@@ -146,7 +156,7 @@ final class RegistryGrowthTests: XCTestCase {
 
     func testAFailedGrowthOfALargeTableKeepsEveryEntry() {
         let allocator = CountingAllocator()
-        let reg = TestRegistry(allocator: allocator.cAllocator)
+        let reg = TestRegistry(allocator: allocator)
         for i in 0..<1536 { reg.insert(key(i), cobs_slot(i)) }  // exactly 3/4 of 2048
         XCTAssertEqual(reg.capacity, 2048)
         allocator.failing = true
@@ -161,7 +171,7 @@ final class RegistryGrowthTests: XCTestCase {
 
     func testAFailedShrinkIsSilentAndTheTableStaysValid() {
         let allocator = CountingAllocator()
-        let reg = TestRegistry(allocator: allocator.cAllocator)
+        let reg = TestRegistry(allocator: allocator)
         for i in 0..<500 { reg.insert(key(i), cobs_slot(i)) }
         XCTAssertEqual(reg.capacity, 1024)
         allocator.failing = true
@@ -193,7 +203,7 @@ final class RegistryGrowthTests: XCTestCase {
     func testEveryByteAllocatedIsFreedWithTheSizeItWasAllocatedWith() {
         let allocator = CountingAllocator()
         do {
-            let reg = TestRegistry(allocator: allocator.cAllocator)
+            let reg = TestRegistry(allocator: allocator)
             for i in 0..<2000 { reg.insert(key(i), cobs_slot(i)) }
             for i in 0..<1990 { reg.remove(key(i)) }
             XCTAssertGreaterThan(allocator.allocations, 10, "grew and shrank several times")

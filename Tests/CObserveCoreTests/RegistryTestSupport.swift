@@ -28,18 +28,22 @@ func assertStatus(
 /// method returns the C status unchanged, so tests can assert on it.
 final class TestRegistry {
     let raw: OpaquePointer
+    /// The registry calls into this allocator until it is destroyed, so it must outlive `raw`:
+    /// holding it here makes that so (Swift may otherwise end the test's reference early).
+    private let allocator: CountingAllocator?
 
     /// Creates a registry with a fixed seed (reproducible layouts) unless `seed` is nil, in which
     /// case `cobs_registry_create` picks one.
     init(
         seed: UInt64? = 0x5EED_5EED_5EED_5EED, capacityHint: Int = 0,
-        allocator: cobs_allocator? = nil, file: StaticString = #filePath, line: UInt = #line
+        allocator: CountingAllocator? = nil, file: StaticString = #filePath, line: UInt = #line
     ) {
+        self.allocator = allocator
         var out: OpaquePointer?
         let status: cobs_status
         if let seed {
-            if var allocator {
-                status = cobs_registry_create_with(capacityHint, seed, &allocator, &out)
+            if var cAllocator = allocator?.cAllocator {
+                status = cobs_registry_create_with(capacityHint, seed, &cAllocator, &out)
             } else {
                 status = cobs_registry_create_with(capacityHint, seed, nil, &out)
             }
@@ -128,8 +132,9 @@ final class TestRegistry {
 }
 
 /// A malloc-backed allocator that counts what it hands out and fails while `failing` is set (or
-/// once `failAfter` more allocations have succeeded). Pass `cAllocator` to `create_with`; keep
-/// the instance alive for as long as the registry lives.
+/// once `failAfter` more allocations have succeeded). `cAllocator` refers to the instance without
+/// retaining it: whoever passes it to `create_with` keeps the instance alive until the registry is
+/// destroyed (`TestRegistry` does).
 final class CountingAllocator {
     var failing = false
     /// When non-nil, the allocation after this many more successful ones fails (and sets
