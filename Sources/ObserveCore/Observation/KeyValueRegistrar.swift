@@ -92,8 +92,14 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let mask = _observedMask.load(ordering: .relaxed)
             | (_membership.load(ordering: .relaxed) & 0xFFFF_FFFF_0000_0000)
         if _fastPath(mask == 0) { return }
-        let key = key()
-        if mask & (key._bit | key._memberBit) == 0 { return }
+        _didSetObserved(mask, key(), object, oldValue, newValue)
+    }
+
+    /// Everything after the fast check, out of line so that the setter stays small enough to be
+    /// inlined (a larger `didSet` body made every unobserved set a real call with a frame).
+    @inlinable @inline(never)
+    internal func _didSetObserved<Root: KeyValueObservable, Value>(_ mask: UInt64, _ key: ObservableKey<Root, Value>,
+                                                                   _ object: Root, _ oldValue: Value, _ newValue: Value) {
         if mask & key._memberBit != 0 {
             _notifyArrays(key._id, object, oldValue, newValue)
         }
@@ -138,7 +144,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         }
     }
 
-    @inlinable @inline(never)
+    @inlinable
     internal func _notify<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
                                                            _ oldValue: Value, _ newValue: Value) {
         let address = UInt(bitPattern: ObjectIdentifier(object))

@@ -1,0 +1,119 @@
+/// An implementation measured by the benchmark. The raw values are the JSON `impl` names.
+enum Impl: String, CaseIterable, Sendable {
+    /// ObserveCore with `KeyValueRegistrar(backend: .c)`: the C registry.
+    case c
+    /// ObserveCore with `KeyValueRegistrar(backend: .swift)`: the same registry in plain Swift.
+    case swift
+    /// A hand-rolled registry: a Mutex-guarded Dictionary keyed by (object, property) of closures.
+    case naive
+    /// Swift's Observation framework: `@Observable` and `withObservationTracking`, re-armed in `onChange`.
+    case observation
+    /// OpenCombine's `@Published` with `sink` subscribers.
+    case opencombine
+    /// Array scenarios: `CollectionDifference` of the old and new array (not measured yet).
+    case diff
+    /// Array scenarios: one naive registration per element (not measured yet).
+    case perElementNaive = "per-element-naive"
+    /// A plain stored property set the same way (the floor for `set.0`).
+    case plain
+
+    var summary: String {
+        switch self {
+        case .c: return "ObserveCore, C registry (KeyValueRegistrar(backend: .c))"
+        case .swift: return "ObserveCore, pure-Swift registry (KeyValueRegistrar(backend: .swift))"
+        case .naive: return "Mutex<[ (ObjectIdentifier, property id) : [closure] ]>, values passed as Any"
+        case .observation: return "Observation: @Observable + withObservationTracking re-armed in onChange"
+        case .opencombine: return "OpenCombine 0.14: @Published + sink"
+        case .diff: return "CollectionDifference of old and new array"
+        case .perElementNaive: return "one naive-registry registration per array element"
+        case .plain: return "plain stored Int property of a final class, no observation"
+        }
+    }
+}
+
+/// What a scenario measures, which decides how the harness drives it.
+enum ScenarioKind: Sendable {
+    /// Per-operation time: batches of operations timed with a monotonic clock.
+    case latency
+    /// Bytes of heap held per registration / element (malloc accounting).
+    case memory
+    /// Throughput of two threads on distinct objects against one thread doing the same work.
+    case threads
+}
+
+/// One timed workload, ready to run: `runBatch(k)` performs `k` operations.
+///
+/// The fixture owns its objects; `tearDown` releases them (and is where leaks are checked).
+struct Fixture {
+    var runBatch: (Int) -> Void
+    /// Releases the objects; returns a warning when the work done was not the work expected
+    /// (observers not called once per operation and observer, registrations left behind).
+    var tearDown: () -> String? = { nil }
+}
+
+/// A benchmark scenario. Families of scenarios that vary one size (`set.N` over N observers;
+/// later `array.*` over N elements) share a `chartFamily` and are drawn as one panel of the chart.
+///
+/// To add a scenario (the array ones, when `ObservableArray` lands): write a type conforming to
+/// this protocol, return fixtures for the impls it supports, and register it in
+/// ``ScenarioCatalog``. The harness, table, JSON and chart need no change.
+protocol Scenario: Sendable {
+    /// The JSON `scenario` name, e.g. `set.10`.
+    var name: String { get }
+    /// The size it runs at (observers, elements, threads); the JSON `n`.
+    var n: Int { get }
+    var kind: ScenarioKind { get }
+    /// One line for the table header.
+    var summary: String { get }
+    /// The impls it runs, in table order.
+    var impls: [Impl] { get }
+    /// The impl the others are compared with in the ratio column, if any.
+    var peer: Impl? { get }
+    /// How the ratio column reads: `.costRelativeToPeer` (this / peer, "× plain") or
+    /// `.speedupOverPeer` (peer / this, "× faster than naive").
+    var ratioStyle: RatioStyle { get }
+    /// Impls a user would expect here but that cannot be measured, with the reason.
+    var unsupported: [(Impl, String)] { get }
+    /// Chart panel this scenario contributes a point to (nil: not charted).
+    var chartFamily: ChartFamily? { get }
+
+    /// A fresh fixture for a latency scenario (`kind == .latency`).
+    func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture
+    /// A fresh fixture for thread `index` of a threads scenario; each thread gets its own objects.
+    func makeThreadFixture(_ impl: Impl, thread index: Int, _ config: RunConfig) -> Fixture
+    /// Bytes per item for a memory scenario, measured once.
+    func measureBytes(_ impl: Impl, _ config: RunConfig) -> MemoryMeasurement
+}
+
+enum RatioStyle: Sendable {
+    case costRelativeToPeer
+    case speedupOverPeer
+}
+
+/// A panel of the chart: cost per op against a size on a log axis.
+struct ChartFamily: Hashable, Sendable {
+    var title: String
+    var xLabel: String
+}
+
+struct MemoryMeasurement: Sendable {
+    var bytesPerItem: Double
+    var items: Int
+    var method: String
+}
+
+extension Scenario {
+    var unsupported: [(Impl, String)] { [] }
+    var chartFamily: ChartFamily? { nil }
+    var peer: Impl? { nil }
+    var ratioStyle: RatioStyle { .speedupOverPeer }
+    func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
+        preconditionFailure("\(name) is not a latency scenario")
+    }
+    func makeThreadFixture(_ impl: Impl, thread index: Int, _ config: RunConfig) -> Fixture {
+        preconditionFailure("\(name) is not a threads scenario")
+    }
+    func measureBytes(_ impl: Impl, _ config: RunConfig) -> MemoryMeasurement {
+        preconditionFailure("\(name) is not a memory scenario")
+    }
+}
