@@ -18,6 +18,9 @@
 
 static int failures = 0;
 
+/* The array core's smoke test, in c_smoke_arrays.c; returns its number of failed checks. */
+int c_smoke_arrays(void);
+
 #define EXPECT(cond)                                                                               \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
@@ -455,6 +458,7 @@ int main(void) {
     test_dump();
     test_determinism();
     test_thread_depth();
+    failures += c_smoke_arrays();
     if (failures != 0) {
         fprintf(stderr, "c_smoke_test: %d check(s) FAILED\n", failures);
         return 1;

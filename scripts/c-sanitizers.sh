@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the C core with a small C test driver (fuzz/c_smoke_test.c) under AddressSanitizer and
+# Compiles the C core with a small C test driver (fuzz/c_smoke_test.c, which also runs
+# fuzz/c_smoke_arrays.c for the array core) under AddressSanitizer and
 # UndefinedBehaviorSanitizer, in a debug configuration (COBS_INTERNAL_CHECKS: the invariant
 # checker runs after every mutation) and a release one (-O2 -DNDEBUG, deterministic hashing), and
 # runs both. Any sanitizer report, leak, failed check or compiler warning makes the script fail.
@@ -33,7 +34,7 @@ rm -f "$out/.ld-probe"
 common=(-std=c11 -g -Wall -Wextra -Wpedantic -Wno-nullability-extension -Werror
     -Iinclude -ISources/CObserveCore)
 sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-sources=(Sources/CObserveCore/*.c fuzz/c_smoke_test.c)
+sources=(Sources/CObserveCore/*.c fuzz/c_smoke_test.c fuzz/c_smoke_arrays.c)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 

@@ -22,6 +22,8 @@ out=fuzz/out
 # its seed corpus, if any, goes in fuzz/corpus/<name>/.
 targets=(
     "registry fuzz/registry_fuzz.c"
+    "changes fuzz/changes_fuzz.c"
+    "positions fuzz/positions_fuzz.c"
 )
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then

@@ -1,0 +1,571 @@
+/*
+** ObserveCore C core: the element-position index (element address -> slots of the caller's ring).
+** The contract, including the RING INVARIANT, is include/cobs_positions.h; this block is the why.
+**
+** Prefix rule: every exported symbol starts with `cobs_`; everything else in this file is `static`
+** and unprefixed.
+**
+** ============================================================================================
+** Design
+** ============================================================================================
+**
+** What it is for. An observed array with element key paths must report "element E changed, at
+** index i" without scanning the array, for arrays of 100,000 elements, and must keep doing so
+** while the array is mutated, without re-indexing on an insertion at the front. The array keeps
+** its elements in a ring (slot (head + i) & mask holds logical index i); the index maps an
+** element's address to the SLOTS that hold it, and the caller turns a slot into an index with
+** (slot - head) & mask. Front insertions and appends change no slot, so they touch nothing here.
+**
+** WHY ONLY SLOT + FINGERPRINT. The memory target is at most 16 bytes per element at 100,000
+** elements (issue 3: >= 17x less than one naive observer per element). A bucket that stored the
+** element's address (8 bytes) next to its slot (4) and a control byte would cost 13 bytes, and
+** 13 / load-factor is over 16 for any load factor a linear probe tolerates. But the address is
+** redundant: the caller's ring already holds it at ring[slot]. So a bucket is a 32-bit slot and
+** a 1-byte control: 5 bytes. Confirming a candidate costs one read of ring[slot] (the ring the
+** caller passes in), which happens only when the 7-bit fingerprint matches, i.e. for the
+** element's own entries and for 1 in 128 of the others. The price is the RING INVARIANT (every
+** entry's slot holds its element whenever a call receives the ring) and that rehashing and
+** backward-shift deletion read the ring to recompute an entry's home.
+**
+** Bucket layout, capacity = 2^k buckets (k >= 4), ONE allocation of 5 * capacity bytes:
+**
+**   offset 0          uint8_t  ctrl[capacity];   0x80 = empty | 0b0fffffff = full, f = fingerprint
+**   offset capacity   uint32_t slots[capacity];  the ring slot of the entry (empty: garbage)
+**
+**   +----+----+--...--+----+----------+----------+--...--+
+**   | c0 | c1 |       | cN |  slot 0  |  slot 1  |       |
+**   +----+----+--...--+----+----------+----------+--...--+
+**   ^ ctrl               ^ slots = ctrl + capacity (4-aligned: capacity is a multiple of 16)
+**
+** Parallel arrays, as in the registry: a probe reads ctrl[] (64 buckets per cache line) and
+** touches slots[] only on a fingerprint match.
+**
+** LOAD FACTOR 7/8. Bytes per element = 5 / load. The table grows x2 when an insertion would pass
+** 7/8, so right after growth it is just over 7/16 full: the load stays in (7/16, 7/8], i.e.
+** 5.7 to 11.4 bytes per element, under the 16-byte target even in the worst case (3/4 would also
+** fit, 6.7 to 13.3 bytes, but with less margin for the struct and the Swift side). At exactly
+** 100,000 elements the table has 131,072 buckets (load 0.76): 655,360 bytes, 6.55 B/element.
+** The cost is probe length: linear probing at load a expects (1 + 1/(1-a)^2) / 2 buckets for a
+** probe that runs to an empty bucket, about 9 at 0.76 and 32 at 7/8. Every lookup is such a probe
+** (an element may sit in several slots, so a lookup continues to the end of the cluster), but
+** it reads only ctrl bytes, 64 to a cache line, so even 32 buckets are one or two lines; the
+** ring is read only on fingerprint matches.
+**
+** HASHING. The element address is xor-ed with a 64-bit per-index seed (arc4random_buf unless the
+** caller passes one) and mixed with MurmurHash3's fmix64 (mix64 in cobs_internal.h). The HOME
+** bucket is the top k bits of the hash, the FINGERPRINT its low 7 bits: disjoint bits of one hash,
+** independent for every capacity up to 2^57. Aligned addresses (16-byte steps, a few middle bits
+** varying) spread as well as random ones (PositionIndexTests pins the longest displacement for
+** 100,000 consecutive 16-byte-aligned addresses). Every entry of one element has the same home
+** and the same fingerprint, so an element's duplicates sit in one cluster and one lookup finds
+** them all.
+**
+** DELETION: BACKWARD SHIFT, NO TOMBSTONES (choice (a) of STYLE.md principle 4). An array under
+** edit churns its index constantly; tombstones would pile up exactly there. When an entry is
+** removed, each later entry of its cluster whose home is not cyclically inside (hole, j] moves
+** back into the hole, so the table is always one that insertions alone could have produced and
+** probe lengths depend only on the live load. The entry to remove is found by (fingerprint,
+** slot) in the element's cluster, without reading the ring (the caller may already have
+** overwritten ring[slot]); a slot identifies an entry, because each slot holds one element. The
+** entries shifted are homed by reading the ring. A consequence of storing no address: a WRONG
+** pair, naming a slot recorded for ANOTHER element, is reported COBS_NOT_FOUND unless that
+** element shares the fingerprint and the cluster (about 1 in 128 of such calls, fewer when
+** clusters are short), in which case the other element's entry is the one forgotten. That is
+** a caller bug the index cannot see without the 8 bytes per bucket it exists to save; a pair
+** with a slot that no entry has is always COBS_NOT_FOUND. move identifies its entry the same way. FAILURE MODE: a long cluster makes every
+** lookup, insertion and removal in it walk it all; at 7/8 load clusters are long (see above),
+** which is the price paid for 5-byte buckets. cobs_positions_max_displacement reports the tail.
+**
+** MOVE. Moving an element from slot a to slot b rewrites one bucket's slot in place: the home
+** depends on the element, not on the slot, so nothing is rehashed and the ring is not read.
+**
+** SAFETY AGAINST A BAD RING. The index cannot know the ring's real size, but it remembers an
+** upper bound of every slot it has stored (slot_bound); every call that reads the ring first
+** checks that mask + 1 >= slot_bound, so it never reads outside ring[0...mask] as long as the ring
+** really has mask + 1 words. A ring that breaks the ring invariant in other ways can make answers
+** wrong, never make a read go out of bounds or a loop run forever (at least 1/8 of the buckets
+** are always empty). Insertion checks ring[slot] == element and that the pair is new (its probe
+** passes every entry of the element anyway); growth checks each rehashed entry's fingerprint
+** against its ring element and, on a mismatch, abandons the new table and reports
+** COBS_INVALID_ARGUMENT.
+**
+** ALLOCATION. The struct and the bucket block come from the caller's allocator (malloc/free by
+** default). Growth allocates the new block before touching the old one, so COBS_NO_MEMORY leaves
+** the index as it was. Removal never shrinks; rebuild sizes the table for its count (reusing the
+** block when it is no more than 4x too large, and also when a smaller one cannot be allocated).
+*/
+
+#include "cobs_internal.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cobs_positions.h"
+
+/* ------------------------------------------------------------------------------------------- */
+/* Table mechanics                                                                             */
+/* ------------------------------------------------------------------------------------------- */
+
+#define POS_CTRL_EMPTY 0x80u  /* ctrl byte of an empty bucket */
+#define POS_FP_MASK 0x7fu     /* fingerprint = the low 7 bits of the hash */
+#define POS_MIN_CAPACITY 16u
+#define POS_MAX_LOAD_NUM 7u   /* grow when count would exceed capacity * 7/8 */
+#define POS_MAX_LOAD_DEN 8u
+#define POS_REBUILD_SLACK 4u  /* rebuild keeps a block up to 4x larger than needed */
+#define POS_BUCKET_BYTES (sizeof(uint8_t) + sizeof(uint32_t))
+/* Entries are (element, slot) pairs with distinct 32-bit slots: at most 2^32 of them, which fit
+** in 2^33 buckets at 7/8. On 32-bit targets the block size must fit size_t: 2^28 * 5 < 2^32. */
+#define POS_MAX_CAPACITY ((size_t)1 << (sizeof(size_t) >= 8 ? 33 : 28))
+/* Seed used for seed 0 under COBS_DETERMINISTIC_HASHING (digits of e). */
+#define POS_DETERMINISTIC_SEED UINT64_C(0x2B7E151628AED2A6)
+/* Debug builds with COBS_INTERNAL_CHECKS verify the whole index after every successful call that
+** receives the ring, but only up to this capacity: the check is O(capacity), and tests build
+** indexes of 100,000 entries. */
+#define POS_VERIFY_MAX_CAPACITY 4096u
+
+static_assert(POS_CTRL_EMPTY == 0x80 && POS_FP_MASK == 0x7f,
+              "the high bit marks empty, so every 7-bit fingerprint is a valid full byte");
+static_assert(POS_BUCKET_BYTES == 5, "the layout diagram: 1 ctrl byte + a 32-bit slot per bucket");
+static_assert(POS_MIN_CAPACITY % sizeof(uint32_t) == 0,
+              "ctrl[] is capacity bytes long and must leave slots[] 4-aligned");
+static_assert(POS_MIN_CAPACITY % POS_MAX_LOAD_DEN == 0, "capacity * 7/8 is exact");
+static_assert(POS_MAX_LOAD_NUM < POS_MAX_LOAD_DEN,
+              "at least one bucket stays empty, so every probe loop ends");
+static_assert(POS_BUCKET_BYTES * POS_MAX_LOAD_DEN * 2 <= 16 * POS_MAX_LOAD_NUM,
+              "just after growth (load 7/16) a bucket costs at most 16 bytes per element");
+static_assert(sizeof(uintptr_t) <= sizeof(uint64_t), "addresses are hashed as uint64_t");
+
+/* An index. Opaque outside this file.
+**
+** Invariants (cobs_positions_check_invariants verifies each against the caller's ring):
+**   - capacity is a power of two in [POS_MIN_CAPACITY, POS_MAX_CAPACITY], mask == capacity - 1,
+**     shift == 64 - log2(capacity), slots == (uint32_t *)(ctrl + capacity);
+**   - count == the number of full buckets <= capacity * 7/8;
+**   - a full bucket's ctrl byte is hash(ring[slot]) & 0x7f and ring[slot] != 0;
+**   - reachability: every bucket from an entry's home to the entry is full;
+**   - every stored slot is < slot_bound, and no two entries have the same slot. */
+struct cobs_positions {
+    uint8_t *ctrl;            /* ctrl[capacity]; start of the one block */
+    uint32_t *slots;          /* slots[capacity], inside the block */
+    size_t capacity;          /* buckets, a power of two */
+    size_t mask;              /* capacity - 1 */
+    size_t count;             /* full buckets */
+    uint64_t seed;            /* hash seed */
+    uint64_t slot_bound;      /* every stored slot is < slot_bound (0 when empty after clear) */
+    unsigned shift;           /* 64 - log2(capacity): home = hash >> shift */
+    cobs_allocator allocator; /* copied at creation */
+};
+
+static inline uint64_t hash_of(const struct cobs_positions *pos, uintptr_t element) {
+    return mix64((uint64_t)element ^ pos->seed);
+}
+
+static inline size_t home_of(const struct cobs_positions *pos, uint64_t h) {
+    return (size_t)(h >> pos->shift);
+}
+
+static inline uint8_t fingerprint_of(uint64_t h) {
+    return (uint8_t)(h & POS_FP_MASK);
+}
+
+static inline bool is_empty(uint8_t c) {
+    return (c & POS_CTRL_EMPTY) != 0;
+}
+
+static inline size_t max_load_of(size_t capacity) {
+    return capacity / POS_MAX_LOAD_DEN * POS_MAX_LOAD_NUM;
+}
+
+/* mask + 1 is a power of two (at most 2^32, which a uint32_t mask cannot exceed). */
+static inline bool mask_is_valid(uint32_t mask) {
+    return (((uint64_t)mask + 1) & (uint64_t)mask) == 0;
+}
+
+/* Whether a ring of mask + 1 words can hold every slot the index has stored. */
+static inline bool ring_covers(const struct cobs_positions *pos, uint32_t mask) {
+    return pos->slot_bound <= (uint64_t)mask + 1;
+}
+
+static size_t capacity_for(size_t entries) {
+    size_t capacity = POS_MIN_CAPACITY;
+    while (max_load_of(capacity) < entries) {
+        if (capacity >= POS_MAX_CAPACITY) return 0;
+        capacity *= 2;
+    }
+    return capacity;
+}
+
+static unsigned log2_of(size_t power_of_two) {
+    unsigned k = 0;
+    while (((size_t)1 << k) < power_of_two) k++;
+    return k;
+}
+
+/* Points the index at `block` of `capacity` buckets, all empty. Leaves count alone. */
+static void install(struct cobs_positions *pos, uint8_t *block, size_t capacity) {
+    pos->ctrl = block;
+    pos->slots = (uint32_t *)(void *)(block + capacity);
+    pos->capacity = capacity;
+    pos->mask = capacity - 1;
+    pos->shift = 64u - log2_of(capacity);
+    memset(block, POS_CTRL_EMPTY, capacity);
+}
+
+static void free_block(struct cobs_positions *pos) {
+    pos->allocator.deallocate(pos->allocator.user, pos->ctrl, pos->capacity * POS_BUCKET_BYTES);
+}
+
+/* Stores an entry into the first empty bucket from its home. Room is guaranteed by the caller. */
+static void place(struct cobs_positions *pos, uint64_t h, uint8_t fp, uint32_t slot) {
+    COBS_DCHECK(pos->count < pos->capacity);
+    size_t i = home_of(pos, h);
+    while (!is_empty(pos->ctrl[i])) i = (i + 1) & pos->mask;
+    pos->ctrl[i] = fp;
+    pos->slots[i] = slot;
+    pos->count++;
+}
+
+/* The bucket of the entry (element, slot), or SIZE_MAX. Does not read the ring. */
+static size_t find_entry(const struct cobs_positions *pos, uintptr_t element, uint32_t slot) {
+    const uint64_t h = hash_of(pos, element);
+    const uint8_t fp = fingerprint_of(h);
+    for (size_t i = home_of(pos, h);; i = (i + 1) & pos->mask) {
+        const uint8_t c = pos->ctrl[i];
+        if (is_empty(c)) return SIZE_MAX;
+        if (c == fp && pos->slots[i] == slot) return i;
+    }
+}
+
+/* Empties bucket `hole` by backward shift; reads the ring to home the entries it examines. */
+static void erase_at(struct cobs_positions *pos, const uintptr_t *ring, size_t hole) {
+    COBS_DCHECK(!is_empty(pos->ctrl[hole]));
+    const size_t mask = pos->mask;
+    size_t j = hole;
+    for (;;) {
+        j = (j + 1) & mask;
+        const uint8_t c = pos->ctrl[j];
+        if (is_empty(c)) break;
+        const size_t home = home_of(pos, hash_of(pos, ring[pos->slots[j]]));
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            pos->ctrl[hole] = c;
+            pos->slots[hole] = pos->slots[j];
+            hole = j;
+        }
+    }
+    pos->ctrl[hole] = (uint8_t)POS_CTRL_EMPTY;
+    pos->count--;
+}
+
+/* Rehashes into a table of `capacity` buckets, reading each entry's element from the ring.
+** COBS_NO_MEMORY, or COBS_INVALID_ARGUMENT when an entry's fingerprint disagrees with its ring
+** element (the ring invariant is broken); either way the index is unchanged. */
+static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, size_t capacity) {
+    COBS_DCHECK(pos->count <= max_load_of(capacity));
+    uint8_t *block = pos->allocator.allocate(pos->allocator.user, capacity * POS_BUCKET_BYTES);
+    if (block == NULL) return COBS_NO_MEMORY;
+    struct cobs_positions old = *pos;
+    install(pos, block, capacity);
+    pos->count = 0;
+    for (size_t i = 0; i < old.capacity; i++) {
+        const uint8_t c = old.ctrl[i];
+        if (is_empty(c)) continue;
+        const uint64_t h = hash_of(pos, ring[old.slots[i]]);
+        if (fingerprint_of(h) != c) {
+            free_block(pos);
+            *pos = old;
+            return COBS_INVALID_ARGUMENT;
+        }
+        place(pos, h, c, old.slots[i]);
+    }
+    COBS_CHECK(pos->count == old.count, "positions: entries lost or duplicated while rehashing");
+    free_block(&old);
+    return COBS_OK;
+}
+
+#if defined(COBS_INTERNAL_CHECKS) && !defined(NDEBUG)
+#define VERIFY(pos, ring, mask)                                                                    \
+    do {                                                                                           \
+        if ((pos)->capacity <= POS_VERIFY_MAX_CAPACITY) {                                          \
+            COBS_CHECK(cobs_positions_check_invariants(pos, ring, mask) == COBS_OK,                \
+                       "position index invariants broken after a call (details above)");          \
+        }                                                                                          \
+    } while (0)
+#else
+#define VERIFY(pos, ring, mask) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------------------------------- */
+/* Instance                                                                                    */
+/* ------------------------------------------------------------------------------------------- */
+
+cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cobs_allocator *allocator,
+                                  cobs_positions **out) {
+    if (out == NULL) return COBS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (allocator == NULL) allocator = &default_allocator;
+    if (allocator->allocate == NULL || allocator->deallocate == NULL) return COBS_INVALID_ARGUMENT;
+    if ((uint64_t)capacity_hint > (UINT64_C(1) << 32)) return COBS_INVALID_ARGUMENT;
+    const size_t capacity = capacity_for(capacity_hint);
+    if (capacity == 0) return COBS_INVALID_ARGUMENT;
+    if (seed == 0) {
+#ifdef COBS_DETERMINISTIC_HASHING
+        seed = POS_DETERMINISTIC_SEED;
+#else
+        seed = random_seed();
+#endif
+    }
+    struct cobs_positions *pos = allocator->allocate(allocator->user, sizeof *pos);
+    if (pos == NULL) return COBS_NO_MEMORY;
+    uint8_t *block = allocator->allocate(allocator->user, capacity * POS_BUCKET_BYTES);
+    if (block == NULL) {
+        allocator->deallocate(allocator->user, pos, sizeof *pos);
+        return COBS_NO_MEMORY;
+    }
+    pos->allocator = *allocator;
+    pos->seed = seed;
+    pos->count = 0;
+    pos->slot_bound = 0;
+    install(pos, block, capacity);
+    *out = pos;
+    return COBS_OK;
+}
+
+void cobs_positions_destroy(cobs_positions *pos) {
+    if (pos == NULL) return;
+    const cobs_allocator a = pos->allocator;
+    free_block(pos);
+    a.deallocate(a.user, pos, sizeof *pos);
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* Entries                                                                                     */
+/* ------------------------------------------------------------------------------------------- */
+
+cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+                                  uintptr_t element, uint32_t slot) {
+    if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
+        !ring_covers(pos, mask) || ring[slot] != element) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    const uint64_t h = hash_of(pos, element);
+    const uint8_t fp = fingerprint_of(h);
+    /* The probe to the first empty bucket passes every entry of `element`: reject a duplicate. */
+    for (size_t i = home_of(pos, h); !is_empty(pos->ctrl[i]); i = (i + 1) & pos->mask) {
+        if (pos->ctrl[i] == fp && pos->slots[i] == slot) return COBS_INVALID_ARGUMENT;
+    }
+    if (pos->count + 1 > max_load_of(pos->capacity)) {
+        if (pos->capacity >= POS_MAX_CAPACITY) return COBS_NO_MEMORY;
+        const cobs_status st = resize(pos, ring, pos->capacity * 2);
+        if (st != COBS_OK) return st;
+    }
+    place(pos, h, fp, slot);
+    if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
+    VERIFY(pos, ring, mask);
+    return COBS_OK;
+}
+
+cobs_status cobs_positions_remove(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+                                  uintptr_t element, uint32_t slot) {
+    if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
+        !ring_covers(pos, mask)) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    const size_t at = find_entry(pos, element, slot);
+    if (at == SIZE_MAX) return COBS_NOT_FOUND;
+    erase_at(pos, ring, at);
+    VERIFY(pos, ring, mask);
+    return COBS_OK;
+}
+
+cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t element, uint32_t from,
+                                uint32_t to) {
+    if (pos == NULL || element == 0 || !mask_is_valid(mask) || from > mask || to > mask ||
+        !ring_covers(pos, mask)) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    const size_t at = find_entry(pos, element, from);
+    if (at == SIZE_MAX) return COBS_NOT_FOUND;
+    pos->slots[at] = to;
+    if ((uint64_t)to + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)to + 1;
+    return COBS_OK;
+}
+
+cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+                                  uintptr_t element, uint32_t *slots_out, size_t capacity,
+                                  size_t *count) {
+    if (pos == NULL || ring == NULL || count == NULL || element == 0 ||
+        (slots_out == NULL && capacity > 0) || !mask_is_valid(mask) || !ring_covers(pos, mask)) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    const uint64_t h = hash_of(pos, element);
+    const uint8_t fp = fingerprint_of(h);
+    size_t n = 0;
+    for (size_t i = home_of(pos, h);; i = (i + 1) & pos->mask) {
+        const uint8_t c = pos->ctrl[i];
+        if (is_empty(c)) break;
+        if (c != fp) continue;
+        const uint32_t slot = pos->slots[i];
+        if (ring[slot] != element) continue;
+        if (n < capacity) slots_out[n] = slot;
+        n++;
+    }
+    *count = n;
+    return n > capacity ? COBS_BUFFER_TOO_SMALL : COBS_OK;
+}
+
+cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+                                   uint32_t head, size_t count) {
+    if (pos == NULL || ring == NULL || !mask_is_valid(mask) || head > mask ||
+        (uint64_t)count > (uint64_t)mask + 1) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (ring[(head + i) & mask] == 0) return COBS_INVALID_ARGUMENT;
+    }
+    const size_t needed = capacity_for(count);
+    COBS_CHECK(needed != 0, "positions: no capacity for a ring-sized count");
+    const bool fits = needed <= pos->capacity;
+    if (!fits || pos->capacity / POS_REBUILD_SLACK > needed) {
+        uint8_t *block = pos->allocator.allocate(pos->allocator.user, needed * POS_BUCKET_BYTES);
+        if (block == NULL) {
+            if (!fits) return COBS_NO_MEMORY;
+        } else {
+            free_block(pos);
+            install(pos, block, needed);
+        }
+    }
+    memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
+    pos->count = 0;
+    for (size_t i = 0; i < count; i++) {
+        const uint32_t slot = (uint32_t)((head + i) & mask);
+        const uint64_t h = hash_of(pos, ring[slot]);
+        place(pos, h, fingerprint_of(h), slot);
+    }
+    /* The largest slot used: head + count - 1, or mask when the range wraps. */
+    pos->slot_bound = count == 0 ? 0
+                      : (uint64_t)head + count - 1 > mask ? (uint64_t)mask + 1
+                                                          : (uint64_t)head + count;
+    VERIFY(pos, ring, mask);
+    return COBS_OK;
+}
+
+void cobs_positions_clear(cobs_positions *pos) {
+    if (pos == NULL) return;
+    memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
+    pos->count = 0;
+    pos->slot_bound = 0;
+}
+
+size_t cobs_positions_count(const cobs_positions *pos) {
+    return pos == NULL ? 0 : pos->count;
+}
+
+size_t cobs_positions_bytes(const cobs_positions *pos) {
+    return pos == NULL ? 0 : sizeof *pos + pos->capacity * POS_BUCKET_BYTES;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* Checking                                                                                    */
+/* ------------------------------------------------------------------------------------------- */
+
+#define MAX_REPORTED_PROBLEMS 16
+
+static COBS_PRINTF_FORMAT(3, 4) void report(const struct cobs_positions *pos, size_t *problems, const char *format, ...) {
+    (*problems)++;
+    if (*problems > MAX_REPORTED_PROBLEMS) return;
+    fprintf(stderr, "cobs_positions %p: ", (const void *)pos);
+    va_list args;
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fputc('\n', stderr);
+}
+
+cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uintptr_t *ring,
+                                            uint32_t mask) {
+    if (pos == NULL || ring == NULL || !mask_is_valid(mask)) return COBS_INVALID_ARGUMENT;
+    size_t problems = 0;
+    const size_t capacity = pos->capacity;
+    if (capacity < POS_MIN_CAPACITY || capacity > POS_MAX_CAPACITY ||
+        (capacity & (capacity - 1)) != 0 || pos->mask != capacity - 1 ||
+        pos->shift != 64u - log2_of(capacity) ||
+        (const void *)pos->slots != (const void *)(pos->ctrl + capacity)) {
+        report(pos, &problems, "geometry broken (capacity %zu, mask %zu, shift %u)", capacity,
+               pos->mask, pos->shift);
+        return COBS_CORRUPT; /* nothing below can be trusted */
+    }
+    if (!ring_covers(pos, mask)) {
+        report(pos, &problems, "slots up to %" PRIu64 " recorded, but the ring has %" PRIu64 " words",
+               pos->slot_bound, (uint64_t)mask + 1);
+        return COBS_CORRUPT; /* reading the ring would go out of bounds */
+    }
+    /* One bit per ring slot, to find two entries with the same slot (1/64 of the ring's size);
+    ** skipped if it cannot be allocated. */
+    const size_t words = (size_t)(((uint64_t)mask + 64) / 64);
+    uint64_t *seen = calloc(words, sizeof *seen);
+    size_t full = 0;
+    for (size_t b = 0; b < capacity; b++) {
+        const uint8_t c = pos->ctrl[b];
+        if (is_empty(c)) continue;
+        full++;
+        const uint32_t slot = pos->slots[b];
+        if (c > POS_FP_MASK) {
+            report(pos, &problems, "bucket %zu: ctrl byte 0x%02x is neither empty nor a fingerprint",
+                   b, c);
+            continue;
+        }
+        if ((uint64_t)slot >= pos->slot_bound) {
+            report(pos, &problems, "bucket %zu: slot %" PRIu32 " beyond the recorded bound", b, slot);
+            continue;
+        }
+        if (seen != NULL) {
+            if (seen[slot / 64] & (UINT64_C(1) << (slot % 64))) {
+                report(pos, &problems, "bucket %zu: slot %" PRIu32 " recorded twice", b, slot);
+            }
+            seen[slot / 64] |= UINT64_C(1) << (slot % 64);
+        }
+        const uintptr_t element = ring[slot];
+        if (element == 0) {
+            report(pos, &problems, "bucket %zu: ring slot %" PRIu32 " holds no element", b, slot);
+            continue;
+        }
+        const uint64_t h = hash_of(pos, element);
+        if (fingerprint_of(h) != c) {
+            report(pos, &problems,
+                   "bucket %zu: fingerprint 0x%02x, but ring slot %" PRIu32 " holds %#" PRIxPTR
+                   " (fingerprint 0x%02x)",
+                   b, c, slot, element, fingerprint_of(h));
+            continue;
+        }
+        for (size_t i = home_of(pos, h); i != b; i = (i + 1) & pos->mask) {
+            if (is_empty(pos->ctrl[i])) {
+                report(pos, &problems, "bucket %zu: unreachable from its home %zu (bucket %zu empty)",
+                       b, home_of(pos, h), i);
+                break;
+            }
+        }
+    }
+    free(seen);
+    if (full != pos->count) report(pos, &problems, "count %zu, but %zu buckets full", pos->count, full);
+    if (pos->count > max_load_of(capacity)) {
+        report(pos, &problems, "count %zu above the 7/8 load of %zu buckets", pos->count, capacity);
+    }
+    return problems == 0 ? COBS_OK : COBS_CORRUPT;
+}
+
+size_t cobs_positions_max_displacement(const cobs_positions *pos, const uintptr_t *ring, uint32_t mask) {
+    if (pos == NULL || ring == NULL || !mask_is_valid(mask) || !ring_covers(pos, mask)) return 0;
+    size_t longest = 0;
+    for (size_t b = 0; b < pos->capacity; b++) {
+        if (is_empty(pos->ctrl[b])) continue;
+        const size_t home = home_of(pos, hash_of(pos, ring[pos->slots[b]]));
+        const size_t d = (b - home) & pos->mask;
+        if (d > longest) longest = d;
+    }
+    return longest;
+}

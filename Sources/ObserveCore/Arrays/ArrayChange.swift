@@ -1,0 +1,294 @@
+/// One change of an ``ObservableArray``: what kind of mutation it was and which elements moved,
+/// with their old and new indices.
+///
+/// The change is stored compactly, as runs of index ranges (appending 100,000 elements is one
+/// run); ``elements`` materialises the per-element list only when read.
+///
+/// ```swift
+/// let token = teacher.observeArray(\.students) { teacher, change in
+///     switch change.kind {
+///     case .append, .insert: print("inserted", change.insertedCount)
+///     case .elementChanged: print(change.elementKeyPath!, "changed at", change.elements.map(\.newIndex!))
+///     default: break
+///     }
+///     for e in change.elements { print(e.element, e.oldIndex as Any, e.newIndex as Any) }
+/// }
+/// ```
+///
+/// Indices follow `CollectionDifference`: removals and move sources are indices into the array
+/// *before* the change, insertions and move destinations indices into the array *after* it;
+/// ``applying(to:)`` turns the old contents into the new ones.
+public struct ArrayChange<Element> {
+    /// What happened.
+    public enum Kind: Sendable, Equatable {
+        /// Elements inserted at an index other than the end (`insert(_:at:)`, `insert(contentsOf:at:)`).
+        case insert
+        /// Elements added at the end (`append`, `append(contentsOf:)`).
+        case append
+        /// Elements removed other than only the last one (`remove(at:)`, `removeAll`, `removeAll(where:)`, …).
+        case remove
+        /// The last element removed (`removeLast`, `popLast`).
+        case removeLast
+        /// Elements replaced (subscript set, `replaceSubrange`): removals and insertions at the same place.
+        case replace
+        /// Elements moved without being added or removed (`swapAt`, `move`, `sort`, `reverse`, `shuffle`).
+        case move
+        /// A property of an element changed (observations with element key paths).
+        case elementChanged
+        /// The owner's property now refers to another array (``oldArray`` and ``newArray``).
+        case arrayReplaced
+        /// Several mutations made in ``ObservableArray/performBatchUpdates(_:)``, coalesced.
+        case batch
+    }
+
+    /// The kind of one run of indices.
+    public enum RunKind: Sendable, Equatable {
+        /// Elements removed; `range` is in old indices.
+        case remove
+        /// Elements inserted; `range` is in new indices.
+        case insert
+        /// Elements moved; `range` is in old indices, `destination` the first new index.
+        case move
+        /// Elements that stayed but changed; `range` is in new indices.
+        case modify
+    }
+
+    /// One run of consecutive indices.
+    public struct Run: Sendable, Equatable {
+        public let kind: RunKind
+        public let range: Range<Int>
+        /// For ``RunKind/move``, the new index of the first element of the run.
+        public let destination: Int?
+
+        public init(kind: RunKind, range: Range<Int>, destination: Int?) {
+            self.kind = kind
+            self.range = range
+            self.destination = destination
+        }
+    }
+
+    /// One changed element and where it was and is.
+    public struct ChangedElement {
+        /// The element (for removals, the removed element).
+        public let element: Element
+        /// Its index before the change; nil for an inserted element.
+        public let oldIndex: Int?
+        /// Its index after the change; nil for a removed element.
+        public let newIndex: Int?
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// True for the notification sent at registration (option `.initial`), of kind ``Kind/arrayReplaced``.
+    public let isInitial: Bool
+    /// The number of elements before the change.
+    public let oldCount: Int
+    /// The number of elements after the change.
+    public let newCount: Int
+    /// For ``Kind/elementChanged``: the element property that changed.
+    public let elementKeyPath: AnyKeyPath?
+    /// For ``Kind/elementChanged``: the property's value before the change, when the observation
+    /// asked for `.old`.
+    public let elementOldValue: Any?
+    /// For ``Kind/elementChanged``: the property's value after the change, when the observation
+    /// asked for `.new`.
+    public let elementNewValue: Any?
+    /// For ``Kind/arrayReplaced``: the array the owner's property held before (nil for `.initial`).
+    public let oldArray: ObservableArray<Element>?
+    /// For ``Kind/arrayReplaced``: the array the owner's property holds now.
+    public let newArray: ObservableArray<Element>?
+
+    internal let _runs: [_ArrayRun]
+    internal let _removed: _RemovedValues<Element>
+    /// The array's contents right after the change (shared copy-on-write with the array).
+    internal let _snapshot: _RingBuffer<Element>?
+
+    internal init(kind: Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>, snapshot: _RingBuffer<Element>?,
+                  oldCount: Int, newCount: Int, isInitial: Bool = false,
+                  elementKeyPath: AnyKeyPath? = nil, elementOldValue: Any? = nil, elementNewValue: Any? = nil,
+                  oldArray: ObservableArray<Element>? = nil, newArray: ObservableArray<Element>? = nil) {
+        self.kind = kind
+        self._runs = runs
+        self._removed = removed
+        self._snapshot = snapshot
+        self.oldCount = oldCount
+        self.newCount = newCount
+        self.isInitial = isInitial
+        self.elementKeyPath = elementKeyPath
+        self.elementOldValue = elementOldValue
+        self.elementNewValue = elementNewValue
+        self.oldArray = oldArray
+        self.newArray = newArray
+    }
+
+    /// The runs of the change in canonical order: removals, insertions, moves, modifications,
+    /// each ascending. Cheap: no element is touched.
+    public var runs: [Run] {
+        _runs.map { run in
+            let kind: RunKind
+            switch run.op {
+            case .remove: kind = .remove
+            case .insert: kind = .insert
+            case .move: kind = .move
+            case .modify: kind = .modify
+            }
+            return Run(kind: kind, range: run.start..<(run.start + run.length),
+                       destination: run.op == .move ? run.to : nil)
+        }
+    }
+
+    /// How many elements were removed (moves not counted).
+    public var removedCount: Int { _runs.reduce(0) { $0 + ($1.op == .remove ? $1.length : 0) } }
+    /// How many elements were inserted (moves not counted).
+    public var insertedCount: Int { _runs.reduce(0) { $0 + ($1.op == .insert ? $1.length : 0) } }
+
+    /// Every changed element with its old and new index: removals (ascending old index), then
+    /// insertions (ascending new index), then moves (ascending old index), then modifications.
+    /// - Complexity: O(number of changed elements); computed on each access.
+    public var elements: [ChangedElement] {
+        var result: [ChangedElement] = []
+        var removedOrdinal = 0
+        for run in _runs {
+            for offset in 0..<run.length {
+                switch run.op {
+                case .remove:
+                    let old = run.start + offset
+                    result.append(ChangedElement(element: _removed.value(oldIndex: old, ordinal: removedOrdinal),
+                                                 oldIndex: old, newIndex: nil))
+                    removedOrdinal += 1
+                case .insert:
+                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
+                                                 oldIndex: nil, newIndex: run.start + offset))
+                case .move:
+                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.to + offset],
+                                                 oldIndex: run.start + offset, newIndex: run.to + offset))
+                case .modify:
+                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
+                                                 oldIndex: oldIndex(ofNewIndex: run.start + offset),
+                                                 newIndex: run.start + offset))
+                }
+            }
+        }
+        return result
+    }
+
+    /// The old index of the element now at `newIndex`, for an element that was neither inserted
+    /// nor moved (its index shifted only by removals and insertions before it).
+    private func oldIndex(ofNewIndex newIndex: Int) -> Int {
+        if kind == .elementChanged { return newIndex }
+        // Walk the structural runs: new = old - removedBefore + insertedBefore.
+        var gone = IndexRanges(), came = IndexRanges()
+        for run in _runs {
+            switch run.op {
+            case .remove: gone.add(run.start, run.length)
+            case .insert: came.add(run.start, run.length)
+            case .move: gone.add(run.start, run.length); came.add(run.to, run.length)
+            case .modify: break
+            }
+        }
+        // Position among the kept elements in new coordinates, then the same position in old.
+        let keptRank = newIndex - came.count(below: newIndex)
+        return gone.index(ofKeptRank: keptRank)
+    }
+
+    /// The change as the standard library's `CollectionDifference` (moves become associated
+    /// removal/insertion pairs), or nil for ``Kind/elementChanged`` and ``Kind/arrayReplaced``.
+    public var difference: CollectionDifference<Element>? {
+        if kind == .elementChanged || kind == .arrayReplaced { return nil }
+        var changes: [CollectionDifference<Element>.Change] = []
+        var removedOrdinal = 0
+        for run in _runs {
+            for offset in 0..<run.length {
+                switch run.op {
+                case .remove:
+                    let old = run.start + offset
+                    changes.append(.remove(offset: old, element: _removed.value(oldIndex: old, ordinal: removedOrdinal),
+                                           associatedWith: nil))
+                    removedOrdinal += 1
+                case .insert:
+                    let new = run.start + offset
+                    changes.append(.insert(offset: new, element: _snapshot.unsafelyUnwrapped[new], associatedWith: nil))
+                case .move:
+                    let old = run.start + offset, new = run.to + offset
+                    let element = _snapshot.unsafelyUnwrapped[new]
+                    changes.append(.remove(offset: old, element: element, associatedWith: new))
+                    changes.append(.insert(offset: new, element: element, associatedWith: old))
+                case .modify:
+                    break
+                }
+            }
+        }
+        return CollectionDifference(changes)
+    }
+
+    /// The old contents turned into the new ones by this change (`old` must be the array's
+    /// contents before the change). For ``Kind/arrayReplaced``, the new array's contents.
+    public func applying(to old: [Element]) -> [Element]? {
+        if kind == .arrayReplaced { return newArray.map { Array($0) } }
+        guard let difference else { return old }
+        return old.applying(difference)
+    }
+}
+
+extension ArrayChange.ChangedElement: Equatable where Element: Equatable {}
+extension ArrayChange: @unchecked Sendable where Element: Sendable {}
+extension ArrayChange.ChangedElement: @unchecked Sendable where Element: Sendable {}
+
+extension ArrayChange: CustomStringConvertible {
+    public var description: String {
+        var parts = ["\(kind)"]
+        for run in runs {
+            switch run.kind {
+            case .remove: parts.append("-\(run.range)")
+            case .insert: parts.append("+\(run.range)")
+            case .move: parts.append("\(run.range)->\(run.destination!)")
+            case .modify: parts.append("~\(run.range)")
+            }
+        }
+        if let elementKeyPath { parts.append("\(elementKeyPath)") }
+        return "ArrayChange(" + parts.joined(separator: " ") + ")"
+    }
+}
+
+/// Where a change finds the elements it removed.
+internal enum _RemovedValues<Element> {
+    case none
+    /// The removed elements in ascending old-index order.
+    case values(ContiguousArray<Element>)
+    /// The array's whole old storage, read by old index (used when everything was removed).
+    case storage(_RingBuffer<Element>)
+
+    func value(oldIndex: Int, ordinal: Int) -> Element {
+        switch self {
+        case .none: preconditionFailure("ArrayChange: no removed elements were recorded")
+        case .values(let values): return values[ordinal]
+        case .storage(let storage): return storage[oldIndex]
+        }
+    }
+}
+
+/// A sorted set of disjoint index ranges, for index arithmetic over runs.
+internal struct IndexRanges {
+    private var ranges: [(start: Int, length: Int)] = []
+
+    mutating func add(_ start: Int, _ length: Int) {
+        ranges.append((start, length))
+        ranges.sort { $0.start < $1.start }
+    }
+
+    /// How many indices in the set are below `index`.
+    func count(below index: Int) -> Int {
+        var n = 0
+        for r in ranges where r.start < index { n += min(r.length, index - r.start) }
+        return n
+    }
+
+    /// The index of the `rank`-th index (0-based) that is NOT in the set.
+    func index(ofKeptRank rank: Int) -> Int {
+        var index = rank
+        for r in ranges {
+            if r.start <= index { index += r.length } else { break }
+        }
+        return index
+    }
+}

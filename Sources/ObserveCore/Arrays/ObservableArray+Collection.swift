@@ -1,0 +1,78 @@
+// Standard collection behaviour. Reads take the lock briefly (or iterate a copy-on-write
+// snapshot); the subscript setter is a reported mutation like any other.
+
+extension ObservableArray: RandomAccessCollection, MutableCollection, RangeReplaceableCollection {
+    public typealias Index = Int
+    public typealias Indices = Range<Int>
+    public typealias SubSequence = Slice<ObservableArray<Element>>
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { _lock.withLock { _storage.count } }
+    public var count: Int { _lock.withLock { _storage.count } }
+    public var isEmpty: Bool { count == 0 }
+
+    @inlinable public func index(after i: Int) -> Int { i + 1 }
+    @inlinable public func index(before i: Int) -> Int { i - 1 }
+
+    /// The element at `position`. Setting it replaces the element: ``ArrayChange/Kind/replace``,
+    /// reporting the removed element (old index) and the inserted one (new index), or nothing when
+    /// the new element is the same object or an equal value.
+    public subscript(position: Int) -> Element {
+        get {
+            _lock.withLock {
+                _checkIndex(position, "subscript")
+                return _storage[position]
+            }
+        }
+        set {
+            _mutate {
+                _checkIndex(position, "subscript")
+                if _identical(_storage[position], newValue) { return nil }
+                let old = _replaceElement(at: position, with: newValue)
+                if let batch = _batch {
+                    _batchRemoved(at: position, [old])
+                    batch.composer.insert(at: position, count: 1)
+                    return nil
+                }
+                guard _mustRecord else { return nil }
+                return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
+                                                 _ArrayRun(.insert, start: position, length: 1)],
+                                removed: .values([old]), oldCount: _storage.count)
+            }
+        }
+    }
+
+    public subscript(bounds: Range<Int>) -> Slice<ObservableArray<Element>> {
+        get { Slice(base: self, bounds: bounds) }
+        set {
+            precondition(newValue.count == bounds.count,
+                         "ObservableArray: a slice assignment must keep the slice's length")
+            replaceSubrange(bounds, with: Array(newValue))
+        }
+    }
+
+    /// Reserves room for `minimumCapacity` elements (not a change; nothing is reported).
+    public func reserveCapacity(_ minimumCapacity: Int) {
+        _lock.withLock {
+            _makeUnique()
+            if minimumCapacity > _storage.capacity {
+                _storage.grow(to: minimumCapacity)
+                _tracker?.rebuild(_storage)
+            }
+        }
+    }
+
+    /// Iterates over a snapshot of the contents taken when iteration starts.
+    public struct Iterator: IteratorProtocol {
+        let _storage: _RingBuffer<Element>
+        var _index = 0
+
+        public mutating func next() -> Element? {
+            guard _index < _storage.count else { return nil }
+            defer { _index += 1 }
+            return _storage[_index]
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(_storage: _snapshot()) }
+}

@@ -1,0 +1,549 @@
+// The mutation surface of ObservableArray. Every public mutator follows one shape:
+//   lock -> make storage unique -> mutate ring (+ element tracker) -> record the change
+//   (into the open batch, or as a pending notification if anyone observes) -> unlock -> deliver.
+
+/// State of an open `performBatchUpdates`.
+internal final class _BatchState<Element> {
+    let composer: any _BatchComposing
+    /// Removed original elements by original index (elements inserted in the batch are not kept).
+    var removed: [Int: Element] = [:]
+    let oldCount: Int
+    var depth = 1
+
+    init(composer: any _BatchComposing, oldCount: Int) {
+        self.composer = composer
+        self.oldCount = oldCount
+    }
+}
+
+extension ObservableArray {
+    // MARK: Ring primitives (lock held, storage unique)
+
+    /// Inserts `elements` at logical `index`, moving the shorter side.
+    internal func _insertElements<C: Collection>(_ elements: C, at index: Int) where C.Element == Element {
+        let k = elements.count
+        guard k > 0 else { return }
+        _ensureCapacity(k)
+        let ring = _storage, n = ring.count, mask = ring.mask
+        if index < n - index {
+            let newHead = (ring.head &- k) & mask
+            for i in 0..<index {
+                let from = ring.slot(i), to = (newHead &+ i) & mask
+                ring.moveSlot(from: from, to: to)
+                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
+            }
+            ring.head = newHead
+        } else {
+            var i = n - 1
+            while i >= index {
+                let from = ring.slot(i), to = ring.slot(i + k)
+                ring.moveSlot(from: from, to: to)
+                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
+                i -= 1
+            }
+        }
+        var i = index
+        for element in elements {
+            (ring.base + ring.slot(i)).initialize(to: element)
+            i += 1
+        }
+        ring.count = n + k
+        if let tracker = _tracker {
+            for j in index..<(index + k) { tracker.enter(ring[j], slot: ring.slot(j), ring: ring) }
+        }
+    }
+
+    /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.
+    @discardableResult
+    internal func _removeElements(_ range: Range<Int>, capture: Bool) -> ContiguousArray<Element> {
+        let ring = _storage, n = ring.count, k = range.count
+        var removed = ContiguousArray<Element>()
+        guard k > 0 else { return removed }
+        if let tracker = _tracker {
+            for i in range { tracker.leave(ring[i], slot: ring.slot(i), ring: ring) }
+        }
+        if capture { removed.reserveCapacity(k) }
+        for i in range {
+            let pointer = ring.base + ring.slot(i)
+            if capture { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
+        }
+        if range.lowerBound < n - range.upperBound {
+            var i = range.lowerBound - 1
+            while i >= 0 {
+                let from = ring.slot(i), to = ring.slot(i + k)
+                ring.moveSlot(from: from, to: to)
+                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
+                i -= 1
+            }
+            ring.head = (ring.head &+ k) & ring.mask
+        } else {
+            for i in range.upperBound..<n {
+                let from = ring.slot(i), to = ring.slot(i - k)
+                ring.moveSlot(from: from, to: to)
+                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
+            }
+        }
+        ring.count = n - k
+        return removed
+    }
+
+    /// Replaces the element at `index`; returns the old one.
+    internal func _replaceElement(at index: Int, with element: Element) -> Element {
+        let ring = _storage, slot = ring.slot(index)
+        _tracker?.leave(ring.base[slot], slot: slot, ring: ring)
+        let old = (ring.base + slot).move()
+        (ring.base + slot).initialize(to: element)
+        _tracker?.enter(element, slot: slot, ring: ring)
+        return old
+    }
+
+    /// Reorders the contents so that new[i] = old[permutation[i]].
+    internal func _permute(_ permutation: [Int]) {
+        let old = _storage.elements()
+        _storage.replaceAll(with: permutation.lazy.map { old[$0] })
+        _tracker?.rebuild(_storage)
+    }
+
+    // MARK: Recording
+
+    /// Whether this mutation must be recorded at all (someone observes, or a batch is open).
+    @inline(__always)
+    internal var _mustRecord: Bool {
+        _batch != nil || kvoRegistrar._observedMask.load(ordering: .relaxed) != 0
+    }
+
+    /// Records a finished mutation outside a batch: the pending notification, or nil when
+    /// nobody observes. Lock held.
+    internal func _pending(_ kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
+                           oldCount: Int) -> _PendingArrayNotification<Element>? {
+        guard !runs.isEmpty,
+              let registrations = kvoRegistrar._registry.collect(object: UInt(bitPattern: ObjectIdentifier(self)),
+                                                                 keyID: _mutationKeyID)
+        else { return nil }
+        let change = ArrayChange(kind: kind, runs: runs, removed: removed, snapshot: _storage,
+                                 oldCount: oldCount, newCount: _storage.count)
+        return _PendingArrayNotification(array: self, registrations: registrations, change: change, elementKeyID: nil)
+    }
+
+    /// Batch bookkeeping for a removal of `values` at current `index`.
+    internal func _batchRemoved(at index: Int, _ values: ContiguousArray<Element>) {
+        guard let batch = _batch, !values.isEmpty else { return }
+        let origins = batch.composer.remove(at: index, count: values.count)
+        for (origin, value) in zip(origins, values) {
+            if let origin { batch.removed[origin] = value }
+        }
+    }
+
+    // MARK: Running a mutation
+
+    /// Runs `body` under the lock with unique storage; delivers what it returns afterwards.
+    @inline(__always)
+    internal func _mutate(_ body: () -> _PendingArrayNotification<Element>?) {
+        _lock.lock()
+        _makeUnique()
+        let pending = body()
+        _lock.unlock()
+        pending?.deliver()
+    }
+
+    /// For mutations decided by user code (predicates, comparators), which must not run under
+    /// the lock: `decide` runs on a snapshot; `apply` runs under the lock only if the array did
+    /// not change meanwhile (an intermediate mutation would have copied the shared storage, so
+    /// identity tells), otherwise the whole thing is retried on a fresh snapshot.
+    internal func _mutate<Decision>(deciding decide: (_RingBuffer<Element>) throws -> Decision,
+                                    apply: (Decision) -> _PendingArrayNotification<Element>?) rethrows {
+        while true {
+            var snapshot: _RingBuffer<Element>? = _snapshot()
+            let decision = try decide(snapshot!)
+            _lock.lock()
+            if _storage === snapshot {
+                snapshot = nil   // drop the extra reference so the storage is unique again
+                _makeUnique()
+                let pending = apply(decision)
+                _lock.unlock()
+                pending?.deliver()
+                return
+            }
+            _lock.unlock()
+        }
+    }
+}
+
+// MARK: - Public mutators
+
+extension ObservableArray {
+    /// Adds `element` at the end. Reports ``ArrayChange/Kind/append``.
+    /// - Complexity: O(1) amortised.
+    public func append(_ element: Element) {
+        _mutate {
+            let old = _storage.count
+            _insertElements(CollectionOfOne(element), at: old)
+            if let batch = _batch { batch.composer.insert(at: old, count: 1); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.append, runs: [_ArrayRun(.insert, start: old, length: 1)], removed: .none, oldCount: old)
+        }
+    }
+
+    /// Adds `elements` at the end: one ``ArrayChange/Kind/append`` change, one run however many.
+    public func append<S: Sequence>(contentsOf elements: S) where S.Element == Element {
+        let new = ContiguousArray(elements)
+        guard !new.isEmpty else { return }
+        _mutate {
+            let old = _storage.count
+            _insertElements(new, at: old)
+            if let batch = _batch { batch.composer.insert(at: old, count: new.count); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.append, runs: [_ArrayRun(.insert, start: old, length: new.count)], removed: .none, oldCount: old)
+        }
+    }
+
+    /// Inserts `element` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
+    /// - Complexity: O(min(index, count - index)); O(1) at either end.
+    public func insert(_ element: Element, at index: Int) {
+        insert(contentsOf: CollectionOfOne(element), at: index)
+    }
+
+    /// Inserts `elements` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
+    public func insert<C: Collection>(contentsOf elements: C, at index: Int) where C.Element == Element {
+        let new = ContiguousArray(elements)
+        _mutate {
+            let old = _storage.count
+            precondition(index >= 0 && index <= old, "ObservableArray.insert: index \(index) out of range for count \(old)")
+            guard !new.isEmpty else { return nil }
+            _insertElements(new, at: index)
+            if let batch = _batch { batch.composer.insert(at: index, count: new.count); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.insert, runs: [_ArrayRun(.insert, start: index, length: new.count)], removed: .none, oldCount: old)
+        }
+    }
+
+    /// Removes and returns the element at `index`. Reports ``ArrayChange/Kind/remove``.
+    /// - Complexity: O(min(index, count - index)); O(1) at either end.
+    @discardableResult
+    public func remove(at index: Int) -> Element {
+        var result: Element?
+        _mutate {
+            _checkIndex(index, "remove(at:)")
+            let old = _storage.count
+            let removed = _removeElements(index..<(index + 1), capture: true)
+            result = removed[0]
+            if _batch != nil { _batchRemoved(at: index, removed); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.remove, runs: [_ArrayRun(.remove, start: index, length: 1)], removed: .values(removed), oldCount: old)
+        }
+        return result!
+    }
+
+    /// Removes and returns the last element. Reports ``ArrayChange/Kind/removeLast``.
+    /// - Precondition: The array is not empty.
+    @discardableResult
+    public func removeLast() -> Element {
+        var result: Element?
+        _mutate {
+            let old = _storage.count
+            precondition(old > 0, "ObservableArray.removeLast: the array is empty")
+            let removed = _removeElements((old - 1)..<old, capture: true)
+            result = removed[0]
+            if _batch != nil { _batchRemoved(at: old - 1, removed); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.removeLast, runs: [_ArrayRun(.remove, start: old - 1, length: 1)], removed: .values(removed), oldCount: old)
+        }
+        return result!
+    }
+
+    /// Removes and returns the last element, or nil when empty. Reports ``ArrayChange/Kind/removeLast``.
+    @discardableResult
+    public func popLast() -> Element? {
+        _lock.lock()
+        let empty = _storage.count == 0
+        _lock.unlock()
+        return empty ? nil : removeLast()
+    }
+
+    /// Removes the last `k` elements. Reports ``ArrayChange/Kind/removeLast``.
+    public func removeLast(_ k: Int) {
+        _mutate {
+            let old = _storage.count
+            precondition(k >= 0 && k <= old, "ObservableArray.removeLast: cannot remove \(k) of \(old) elements")
+            guard k > 0 else { return nil }
+            let removed = _removeElements((old - k)..<old, capture: _mustRecord)
+            if _batch != nil { _batchRemoved(at: old - k, removed); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.removeLast, runs: [_ArrayRun(.remove, start: old - k, length: k)], removed: .values(removed), oldCount: old)
+        }
+    }
+
+    /// Removes and returns the first element. Reports ``ArrayChange/Kind/remove``.
+    /// - Complexity: O(1).
+    @discardableResult
+    public func removeFirst() -> Element {
+        _lock.lock()
+        let count = _storage.count
+        _lock.unlock()
+        precondition(count > 0, "ObservableArray.removeFirst: the array is empty")
+        return remove(at: 0)
+    }
+
+    /// Removes the elements in `bounds`. Reports ``ArrayChange/Kind/remove``.
+    public func removeSubrange(_ bounds: Range<Int>) {
+        replaceSubrange(bounds, with: EmptyCollection())
+    }
+
+    /// Removes every element. Reports ``ArrayChange/Kind/remove`` with every old index (nothing
+    /// when already empty).
+    /// - Complexity: O(count) (elements are released); the change keeps the old storage.
+    public func removeAll(keepingCapacity keepCapacity: Bool = false) {
+        _mutate {
+            let old = _storage.count
+            guard old > 0 else { return nil }
+            _tracker?.leaveAll(_storage)
+            let oldStorage = _storage
+            _storage = _RingBuffer(capacity: keepCapacity ? oldStorage.capacity : 0)
+            if let batch = _batch {
+                let origins = batch.composer.remove(at: 0, count: old)
+                for (i, origin) in origins.enumerated() { if let origin { batch.removed[origin] = oldStorage[i] } }
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: old)], removed: .storage(oldStorage), oldCount: old)
+        }
+    }
+
+    /// Removes every element that satisfies `shouldBeRemoved`, in one ``ArrayChange/Kind/remove``
+    /// change listing each removed index.
+    public func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
+        try _mutate(deciding: { snapshot in
+            var doomed: [Int] = []
+            for i in 0..<snapshot.count where try shouldBeRemoved(snapshot[i]) { doomed.append(i) }
+            return doomed
+        }, apply: { doomed in
+            doomed.isEmpty ? nil : _removeIndices(doomed, kind: .remove)
+        })
+    }
+
+    /// Removes the elements at ascending `indices`; lock held.
+    internal func _removeIndices(_ indices: [Int], kind: ArrayChange<Element>.Kind) -> _PendingArrayNotification<Element>? {
+        let old = _storage.count
+        var runs: [_ArrayRun] = []
+        for index in indices {
+            if let last = runs.last, last.start + last.length == index {
+                runs[runs.count - 1].length += 1
+            } else {
+                runs.append(_ArrayRun(.remove, start: index, length: 1))
+            }
+        }
+        var removed = ContiguousArray<Element>()
+        let capture = _mustRecord
+        for run in runs.reversed() {
+            let values = _removeElements(run.start..<(run.start + run.length), capture: capture)
+            if _batch != nil { _batchRemoved(at: run.start, values) }
+            removed.insert(contentsOf: values, at: 0)
+        }
+        if _batch != nil { return nil }
+        guard capture else { return nil }
+        return _pending(kind, runs: runs, removed: .values(removed), oldCount: old)
+    }
+
+    /// Replaces the elements in `bounds` with `newElements`: ``ArrayChange/Kind/replace`` (or
+    /// ``ArrayChange/Kind/insert`` / ``ArrayChange/Kind/remove`` when one side is empty).
+    public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
+        let new = ContiguousArray(newElements)
+        _mutate {
+            let old = _storage.count
+            precondition(bounds.lowerBound >= 0 && bounds.upperBound <= old,
+                         "ObservableArray.replaceSubrange: range \(bounds) out of range for count \(old)")
+            if bounds.isEmpty && new.isEmpty { return nil }
+            if bounds.count == new.count && (0..<new.count).allSatisfy({ _identical(_storage[bounds.lowerBound + $0], new[$0]) }) {
+                return nil   // replacing elements with themselves changes nothing
+            }
+            let removed = _removeElements(bounds, capture: _mustRecord)
+            _insertElements(new, at: bounds.lowerBound)
+            if let batch = _batch {
+                _batchRemoved(at: bounds.lowerBound, removed)
+                if !new.isEmpty { batch.composer.insert(at: bounds.lowerBound, count: new.count) }
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            var runs: [_ArrayRun] = []
+            if !bounds.isEmpty { runs.append(_ArrayRun(.remove, start: bounds.lowerBound, length: bounds.count)) }
+            if !new.isEmpty { runs.append(_ArrayRun(.insert, start: bounds.lowerBound, length: new.count)) }
+            let kind: ArrayChange<Element>.Kind = bounds.isEmpty ? .insert : new.isEmpty ? .remove : .replace
+            return _pending(kind, runs: runs, removed: .values(removed), oldCount: old)
+        }
+    }
+
+    /// Exchanges the elements at `i` and `j`: ``ArrayChange/Kind/move`` reporting both
+    /// (nothing when `i == j`).
+    public func swapAt(_ i: Int, _ j: Int) {
+        _mutate {
+            _checkIndex(i, "swapAt")
+            _checkIndex(j, "swapAt")
+            guard i != j else { return nil }
+            let ring = _storage, si = ring.slot(i), sj = ring.slot(j)
+            if let tracker = _tracker {
+                tracker.move(ring.base[si], from: si, to: sj, ring: ring)
+                tracker.move(ring.base[sj], from: sj, to: si, ring: ring)
+            }
+            swap(&ring.base[si], &ring.base[sj])
+            if let batch = _batch {
+                let (low, high) = (Swift.min(i, j), Swift.max(i, j))
+                batch.composer.move(from: high, to: low)
+                batch.composer.move(from: low + 1, to: high)
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            var runs = [_ArrayRun(.move, start: i, length: 1, to: j), _ArrayRun(.move, start: j, length: 1, to: i)]
+            runs.sort { $0.start < $1.start }
+            return _pending(.move, runs: runs, removed: .none, oldCount: ring.count)
+        }
+    }
+
+    /// Moves the element at `from` so that it ends up at index `to`: ``ArrayChange/Kind/move``
+    /// (nothing when `from == to`).
+    public func move(from: Int, to: Int) {
+        _reorder { count in
+            precondition(from >= 0 && from < count && to >= 0 && to < count,
+                         "ObservableArray.move: indices \(from) -> \(to) out of range for count \(count)")
+            var permutation = Array(0..<count)
+            permutation.insert(permutation.remove(at: from), at: to)
+            return permutation
+        }
+    }
+
+    /// Moves the elements at `offsets` (any order) to `destination`, as SwiftUI's `move` does:
+    /// ``ArrayChange/Kind/move``.
+    public func move<S: Sequence<Int>>(fromOffsets offsets: S, toOffset destination: Int) {
+        let source = Set(offsets)
+        _reorder { count in
+            precondition(source.allSatisfy { $0 >= 0 && $0 < count } && destination >= 0 && destination <= count,
+                         "ObservableArray.move(fromOffsets:toOffset:): offsets out of range for count \(count)")
+            let before = (0..<destination).filter { !source.contains($0) }
+            let after = (destination..<count).filter { !source.contains($0) }
+            return before + source.sorted() + after
+        }
+    }
+
+    /// Sorts in place by `areInIncreasingOrder`: one ``ArrayChange/Kind/move`` change listing
+    /// every element that changed place (nothing when already sorted).
+    public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
+        try _mutate(deciding: { snapshot in
+            try Array(0..<snapshot.count).sorted { try areInIncreasingOrder(snapshot[$0], snapshot[$1]) }
+        }, apply: { permutation in _applyPermutation(permutation) })
+    }
+
+    /// Reverses in place: one ``ArrayChange/Kind/move`` change.
+    public func reverse() {
+        _reorder { count in Array((0..<count).reversed()) }
+    }
+
+    /// Shuffles in place: one ``ArrayChange/Kind/move`` change.
+    public func shuffle() {
+        var generator = SystemRandomNumberGenerator()
+        shuffle(using: &generator)
+    }
+
+    /// Shuffles in place with `generator`: one ``ArrayChange/Kind/move`` change.
+    public func shuffle<G: RandomNumberGenerator>(using generator: inout G) {
+        _reorder { count in Array(0..<count).shuffled(using: &generator) }
+    }
+
+    /// Applies the permutation `make(count)` computed for the current count.
+    internal func _reorder(_ make: (Int) -> [Int]) {
+        _mutate(deciding: { snapshot in make(snapshot.count) }, apply: { permutation in _applyPermutation(permutation) })
+    }
+
+    /// Applies new[i] = old[permutation[i]] and reports the elements that changed place.
+    /// Lock held, storage unique.
+    internal func _applyPermutation(_ permutation: [Int]) -> _PendingArrayNotification<Element>? {
+            precondition(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
+            let runs = permutation.enumerated().compactMap { newIndex, oldIndex in
+                oldIndex == newIndex ? nil : _ArrayRun(.move, start: oldIndex, length: 1, to: newIndex)
+            }
+            guard !runs.isEmpty else { return nil }
+            _permute(permutation)
+            if let batch = _batch {
+                // Selection moves: bring each target element to its place, left to right.
+                var current = Array(0..<permutation.count)   // current[i] = old index of element at i
+                for target in 0..<permutation.count where current[target] != permutation[target] {
+                    let from = current.firstIndex(of: permutation[target])!
+                    batch.composer.move(from: from, to: target)
+                    current.insert(current.remove(at: from), at: target)
+                }
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            var sorted = runs.sorted { $0.start < $1.start }
+            _normalize(&sorted)
+            return _pending(.move, runs: sorted, removed: .none, oldCount: permutation.count)
+    }
+
+    internal func _normalize(_ runs: inout [_ArrayRun]) {
+        kvoRegistrar.backend.runEncoding.normalize(&runs)
+    }
+
+    /// Runs `body` as one transaction: every mutation made inside is delivered as one
+    /// ``ArrayChange/Kind/batch`` change when the outermost batch ends, coalesced — an element
+    /// inserted and removed inside reports nothing, reordered elements are reported as moves,
+    /// and ``ArrayChange/applying(to:)`` maps the contents before the batch to those after it.
+    ///
+    /// ```swift
+    /// students.performBatchUpdates { s in
+    ///     s.remove(at: 3); s.insert(newcomer, at: 0); s.swapAt(1, 2)
+    /// }
+    /// ```
+    /// Batches nest (the outermost one delivers). Mutations by other threads while a batch is
+    /// open join it. Element property changes are not batched; they are reported as they happen.
+    @discardableResult
+    public func performBatchUpdates<R>(_ body: (ObservableArray<Element>) throws -> R) rethrows -> R {
+        _lock.withLock {
+            if let batch = _batch {
+                batch.depth += 1
+            } else {
+                _batch = _BatchState(composer: kvoRegistrar.backend.makeBatchComposer(oldCount: _storage.count),
+                                     oldCount: _storage.count)
+            }
+        }
+        defer { _endBatch() }
+        return try body(self)
+    }
+
+    private func _endBatch() {
+        _lock.lock()
+        let batch = _batch!
+        batch.depth -= 1
+        guard batch.depth == 0 else { _lock.unlock(); return }
+        _batch = nil
+        var pending: _PendingArrayNotification<Element>?
+        if kvoRegistrar._observedMask.load(ordering: .relaxed) != 0 {
+            let runs = batch.composer.finish()
+            var removed = ContiguousArray<Element>()
+            for run in runs where run.op == .remove {
+                for index in run.start..<(run.start + run.length) { removed.append(batch.removed[index]!) }
+            }
+            pending = _pending(.batch, runs: runs, removed: .values(removed), oldCount: batch.oldCount)
+        }
+        _lock.unlock()
+        pending?.deliver()
+    }
+}
+
+/// Whether two elements are the same: identical objects, or equal `Equatable` values.
+internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
+    if Element.self is AnyObject.Type {
+        return (a as AnyObject) === (b as AnyObject)
+    }
+    return _valuesEqual(a, b) ?? false
+}
+
+extension ObservableArray where Element: AnyObject {
+    /// Removes every occurrence of `object` (by identity): one ``ArrayChange/Kind/remove`` change
+    /// listing each removed index (nothing when absent).
+    public func removeAll(of object: Element) {
+        removeAll { $0 === object }
+    }
+}
+
+extension ObservableArray where Element: Comparable {
+    /// Sorts in ascending order: one ``ArrayChange/Kind/move`` change.
+    public func sort() { sort(by: <) }
+}

@@ -1,0 +1,225 @@
+import Dispatch
+
+// Observing an array: its mutations, its elements' properties, and (through the owner's
+// property) the array being replaced by another.
+
+/// A registration on an array. Registered once per observer in the registry, under the array's
+/// mutation key — never once per element.
+internal final class _ArrayRegistration<Element>: _AnyRegistration, @unchecked Sendable {
+    /// (array, observer or nil, change).
+    let handler: (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void
+    /// Element key ids this registration wants element changes for.
+    let elementKeyIDs: Set<UInt32>
+
+    init(array: ObservableArray<Element>, observer: AnyObject?, context: ObservationContext,
+         options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: Set<UInt32>,
+         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void) {
+        self.handler = handler
+        self.elementKeyIDs = elementKeyIDs
+        super.init(registrar: array.kvoRegistrar, object: array, keyPath: \ObservableArray<Element>.self,
+                   context: context, observer: observer, options: options, delivery: delivery)
+    }
+
+    func deliver(_ array: ObservableArray<Element>, _ change: ArrayChange<Element>) {
+        if isCancelled { return }
+        var observer: AnyObject? = nil
+        if hasObserver {
+            guard let alive = _observer else { _removeDeadObserverRegistration(); return }
+            observer = alive
+        }
+        if let queue = _queue {
+            let work = _UncheckedSendable((self, array, change))
+            let hadObserver = hasObserver
+            queue.async {
+                let (registration, array, change) = work.value
+                if registration.isCancelled { return }
+                var observer: AnyObject? = nil
+                if hadObserver {
+                    guard let alive = registration._observer else { return }
+                    observer = alive
+                }
+                registration.handler(array, observer, change)
+            }
+        } else {
+            handler(array, observer, change)
+        }
+    }
+}
+
+/// A change collected under the array's lock, delivered after it is released.
+internal struct _PendingArrayNotification<Element> {
+    let array: ObservableArray<Element>
+    let registrations: ContiguousArray<_AnyRegistration>
+    let change: ArrayChange<Element>
+    /// For element changes: only registrations that asked for this element key get it.
+    let elementKeyID: UInt32?
+
+    func deliver() {
+        guard array.kvoRegistrar._enterDelivery(keyID: array._mutationKeyID) else { return }
+        defer { _ThreadDepth.leave() }
+        for entry in registrations {
+            let registration = unsafeDowncast(entry, to: _ArrayRegistration<Element>.self)
+            if let elementKeyID, !registration.elementKeyIDs.contains(elementKeyID) { continue }
+            registration.deliver(array, change)
+        }
+    }
+}
+
+extension ObservableArray {
+    // MARK: Registering
+
+    /// Adds an array registration and, for element key paths, starts or widens element tracking.
+    internal func _addArrayRegistration(observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
+                                        delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
+                                        startTracking: ((Set<UInt32>) -> Void)?,
+                                        handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
+    -> _ArrayRegistration<Element>? {
+        precondition(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
+        let keyIDs = Set(elementKeyPaths.map { _KeyTable.shared.id(for: $0) })
+        let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: options,
+                                              delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
+        guard kvoRegistrar._add(registration, observer: observer) else { return nil }
+        if !keyIDs.isEmpty { startTracking?(keyIDs) }
+        if options.contains(.initial) {
+            let snapshot = _snapshot()
+            registration.deliver(self, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
+                                                   oldCount: 0, newCount: snapshot.count, isInitial: true,
+                                                   newArray: self))
+        }
+        return registration
+    }
+
+    /// Observes every mutation of this array until the token is cancelled or released.
+    ///
+    /// ```swift
+    /// let token = queue.observe { queue, change in
+    ///     if change.kind == .append { print("enqueued", change.insertedCount) }
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - options: `.initial` delivers an ``ArrayChange/Kind/arrayReplaced`` change at once.
+    ///     `.prior` is not supported for arrays (precondition).
+    ///   - delivery: Where the handler runs.
+    public func observe(options: ObservationOptions = [], delivery: ObservationDelivery = .inline,
+                        _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
+        ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
+                                               elementKeyPaths: [], startTracking: nil) { array, _, change in
+            handler(array, change)
+        })
+    }
+
+    /// Registers `observer` (held weakly) for every mutation of this array. The same
+    /// (observer, context) twice keeps one registration. Remove it with
+    /// ``KeyValueObservable/removeObserver(_:for:)`` passing `\ObservableArray<Element>.self`,
+    /// or let it die with either side.
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [],
+                                                 context: ObservationContext = .none,
+                                                 delivery: ObservationDelivery = .inline,
+                                                 _ handler: @escaping (Observer, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
+        _ = _addArrayRegistration(observer: observer, context: context, options: options, delivery: delivery,
+                                  elementKeyPaths: [], startTracking: nil) { array, observer, change in
+            handler(unsafeDowncast(observer!, to: Observer.self), array, change)
+        }
+    }
+}
+
+extension ObservableArray where Element: KeyValueObservable {
+    /// Observes every mutation of this array and every change of the given properties of its
+    /// elements, with one registration — never one per element.
+    ///
+    /// ```swift
+    /// let token = students.observe(elementKeyPaths: [\.name]) { students, change in
+    ///     if change.kind == .elementChanged {
+    ///         print("student at", change.elements.map(\.newIndex!), "renamed to", change.elementNewValue!)
+    ///     }
+    /// }
+    /// ```
+    /// An element in the array several times is reported with each of its indices; an element in
+    /// several observed arrays is reported to each. Elements removed from the array stop being
+    /// reported; inserted ones start. Element changes carry the property's old and new values
+    /// when `options` has `.old` / `.new`.
+    public func observe(options: ObservationOptions = [], elementKeyPaths: [PartialKeyPath<Element>],
+                        delivery: ObservationDelivery = .inline,
+                        _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
+        ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
+                                               elementKeyPaths: elementKeyPaths, startTracking: _startTracking) {
+            array, _, change in handler(array, change)
+        })
+    }
+
+    /// Registers `observer` (held weakly) for this array's mutations and its elements' properties.
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [],
+                                                 elementKeyPaths: [PartialKeyPath<Element>],
+                                                 context: ObservationContext = .none,
+                                                 delivery: ObservationDelivery = .inline,
+                                                 _ handler: @escaping (Observer, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
+        _ = _addArrayRegistration(observer: observer, context: context, options: options, delivery: delivery,
+                                  elementKeyPaths: elementKeyPaths, startTracking: _startTracking) { array, observer, change in
+            handler(unsafeDowncast(observer!, to: Observer.self), array, change)
+        }
+    }
+
+    /// Starts element tracking for `keyIDs` (or adds them to the running tracker).
+    internal func _startTracking(_ keyIDs: Set<UInt32>) {
+        _lock.withLock {
+            if let tracker = _tracker as? _ElementTracker<Element>, tracker.isActive {
+                tracker.add(keyIDs: keyIDs, ring: _storage)
+            } else {
+                _tracker = _ElementTracker(array: self, keyIDs: keyIDs, ring: _storage)
+            }
+        }
+    }
+
+    /// Heap bytes of this array's element-position index (0 when no element key is observed).
+    /// For the benchmark's memory figures.
+    public var _elementIndexBytes: Int {
+        _lock.withLock { (_tracker as? _ElementTracker<Element>)?.indexBytes ?? 0 }
+    }
+
+    /// Traps if the element-position index disagrees with the contents (for tests).
+    public func _checkInvariants() {
+        _lock.withLock {
+            if let tracker = _tracker as? _ElementTracker<Element>, tracker.isActive { tracker.checkInvariants(_storage) }
+        }
+    }
+}
+
+extension ObservableArray {
+    /// Called by the tracker when a property of `element` changed.
+    internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
+                                    oldValue: Any, newValue: Any) {
+        _lock.lock()
+        guard tracker === _tracker, tracker.isActive else { _lock.unlock(); return }
+        let indices = tracker.indices(of: element, ring: _storage)
+        guard !indices.isEmpty,
+              let registrations = kvoRegistrar._registry.collect(object: UInt(bitPattern: ObjectIdentifier(self)),
+                                                                 keyID: _mutationKeyID)
+        else {
+            // Nobody observes any more: stop tracking (every element leaves) — the lazy end of
+            // element tracking once the last element-key observer is gone.
+            if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { tracker.deactivate(_storage) }
+            _lock.unlock()
+            return
+        }
+        let wanted = registrations.contains { unsafeDowncast($0, to: _ArrayRegistration<Element>.self).elementKeyIDs.contains(keyID) }
+        if !wanted && !registrations.contains(where: { !unsafeDowncast($0, to: _ArrayRegistration<Element>.self).elementKeyIDs.isEmpty }) {
+            tracker.deactivate(_storage)
+            _lock.unlock()
+            return
+        }
+        var runs: [_ArrayRun] = []
+        for index in indices {
+            if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
+            else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
+        }
+        let wantsOld = registrations.contains { $0.options.contains(.old) }
+        let wantsNew = registrations.contains { $0.options.contains(.new) }
+        let change = ArrayChange(kind: .elementChanged, runs: runs, removed: .none, snapshot: _storage,
+                                 oldCount: _storage.count, newCount: _storage.count,
+                                 elementKeyPath: _KeyTable.shared.keyPath(for: keyID),
+                                 elementOldValue: wantsOld ? oldValue : nil, elementNewValue: wantsNew ? newValue : nil)
+        _lock.unlock()
+        _PendingArrayNotification(array: self, registrations: registrations, change: change, elementKeyID: keyID).deliver()
+    }
+}
+

@@ -1,0 +1,110 @@
+/// An array whose every mutation is reported to its observers, with the exact indices that
+/// changed, and whose elements' properties can be observed without one registration per element.
+///
+/// ```swift
+/// final class Teacher: KeyValueObservable {
+///     let kvoRegistrar = KeyValueRegistrar()
+///     static let students = ObservableKey(\Teacher.students)
+///     var students = ObservableArray<Student>() {
+///         willSet { kvoRegistrar.willSet(Teacher.students, of: self, from: students) }
+///         didSet { kvoRegistrar.didSet(Teacher.students, of: self, from: oldValue, to: students) }
+///     }
+/// }
+///
+/// let token = teacher.observeArray(\.students, elementKeyPaths: [\.name]) { teacher, change in
+///     for e in change.elements { print(change.kind, e.element.name, e.oldIndex as Any, e.newIndex as Any) }
+/// }
+/// teacher.students.append(ada)                       // .append, new index 0
+/// teacher.students.performBatchUpdates { students in // one coalesced .batch change
+///     students.remove(at: 0); students.insert(grace, at: 0)
+/// }
+/// ada.name = "Ada L."                                // .elementChanged at her index, if still present
+/// ```
+///
+/// It is a class: every holder sees the same contents, and one array held by two owners
+/// notifies the observers of both. It conforms to `RandomAccessCollection`,
+/// `MutableCollection` and `RangeReplaceableCollection`; every mutation, through any entry point,
+/// is reported (generic algorithms that go through the subscript report element by element).
+///
+/// Storage is a ring buffer, so `insert(_:at: 0)` and `removeFirst()` are O(1) amortised, like
+/// appending. Thread safety: every operation takes the array's lock; handlers run after it is
+/// released. Reading while another thread mutates sees one state or the other, never a mix.
+///
+/// Reentrancy: a handler may mutate the array it observes. The nested mutation is applied and
+/// reported at once (its change describes the array as the handler found it), before the outer
+/// notification reaches the remaining observers.
+///
+/// - Precondition: Indices must be valid, as for `Array`: an out-of-range index traps with a
+///   message naming the index and the count.
+public final class ObservableArray<Element>: KeyValueObservable, @unchecked Sendable {
+    /// The array's registrar (its observers are registrations on the array itself).
+    public let kvoRegistrar: KeyValueRegistrar
+    internal let _lock = _Lock()
+    @exclusivity(unchecked) internal var _storage: _RingBuffer<Element>
+    @exclusivity(unchecked) internal var _tracker: _AnyElementTracker<Element>?
+    @exclusivity(unchecked) internal var _batch: _BatchState<Element>?
+    /// Key id of the array's mutations (an identity key path of this array type).
+    internal let _mutationKeyID: UInt32
+
+    /// An empty array whose observations live in the default backend's registry.
+    public required convenience init() {
+        self.init(backend: ObservationRuntime.defaultBackend)
+    }
+
+    /// An empty array whose observations live in the given backend's registry.
+    public init(backend: ObservationBackend) {
+        kvoRegistrar = KeyValueRegistrar(backend: backend)
+        _storage = _RingBuffer()
+        _mutationKeyID = _KeyTable.shared.id(for: \ObservableArray<Element>.self)
+    }
+
+    /// An array holding `elements`, on the given backend.
+    public convenience init<S: Sequence>(_ elements: S, backend: ObservationBackend = ObservationRuntime.defaultBackend)
+    where S.Element == Element {
+        self.init(backend: backend)
+        let contents = ContiguousArray(elements)
+        _storage = _RingBuffer(capacity: contents.count)
+        _storage.replaceAll(with: contents)
+    }
+
+    deinit {
+        _lock.withLock { _tracker?.deactivate(_storage) }
+    }
+
+    // MARK: Storage helpers (caller holds the lock)
+
+    @inline(__always)
+    internal func _makeUnique() {
+        if !isKnownUniquelyReferenced(&_storage) { _storage = _storage.copy() }
+    }
+
+    internal func _ensureCapacity(_ extra: Int) {
+        if _storage.count + extra > _storage.capacity {
+            _storage.grow(to: _storage.count + extra)
+            _tracker?.rebuild(_storage)
+        }
+    }
+
+    @inline(__always)
+    internal func _checkIndex(_ index: Int, _ function: StaticString) {
+        precondition(index >= 0 && index < _storage.count,
+                     "ObservableArray.\(function): index \(index) out of range for count \(_storage.count)")
+    }
+
+    // MARK: Reading
+
+    /// The elements, copied into a standard array.
+    public var elements: [Element] { _lock.withLock { Array(_storage.elements()) } }
+
+    /// A snapshot of the storage for lock-free iteration (copy-on-write shared).
+    internal func _snapshot() -> _RingBuffer<Element> { _lock.withLock { _storage } }
+}
+
+extension ObservableArray: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "ObservableArray(\(elements))" }
+    public var debugDescription: String {
+        let (count, tracked) = _lock.withLock { (_storage.count, _tracker?.isActive == true) }
+        return "ObservableArray<\(Element.self)>(count: \(count), elementTracking: \(tracked), "
+            + "observers: \(observationCount))"
+    }
+}

@@ -1,0 +1,114 @@
+/// What an ``ObservableArray`` of any element type calls when its contents change; the
+/// concrete tracker exists only for elements that are ``KeyValueObservable``.
+internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Sendable {
+    /// The element entered the ring at `slot` (ring already holds it there).
+    func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    /// The element at `slot` is leaving (ring still holds it there).
+    func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    /// The element moved from one slot to another.
+    func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {}
+    /// Every slot may have changed (ring reallocated or reordered): re-index from the ring.
+    func rebuild(_ ring: _RingBuffer<Element>) {}
+    /// Every element is leaving (removeAll, or the tracker is being shut down).
+    func leaveAll(_ ring: _RingBuffer<Element>) {}
+    /// Whether the tracker still serves observers.
+    var isActive: Bool { false }
+    /// The logical indices of `element`, ascending (lock held).
+    func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] { [] }
+    /// Shuts the tracker down: every element leaves, the directory forgets it.
+    func deactivate(_ ring: _RingBuffer<Element>) {}
+}
+
+/// The tracker of an array of observable elements.
+internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTracker<Element>, @unchecked Sendable {
+    /// The array, weakly: an element change racing with the array's deinit finds nil here.
+    weak var array: ObservableArray<Element>?
+    private let _index: any _PositionIndexing
+    /// Element key ids currently tracked, and their member bits.
+    @exclusivity(unchecked) private(set) var keyIDs: Set<UInt32> = []
+    @exclusivity(unchecked) private var _memberBits: UInt64 = 0
+    @exclusivity(unchecked) private var _active = true
+    @exclusivity(unchecked) private var _slots: [UInt32] = []
+
+    /// Creates the tracker and indexes every element (the caller holds the array's lock).
+    init(array: ObservableArray<Element>, keyIDs: Set<UInt32>, ring: _RingBuffer<Element>) {
+        self.array = array
+        self._index = array.kvoRegistrar.backend.makePositionIndex(capacityHint: ring.count)
+        super.init()
+        self.keyIDs = keyIDs
+        self._memberBits = keyIDs.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
+        if ring.capacity > 0 {
+            _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
+        }
+        for i in 0..<ring.count { ring[i].kvoRegistrar._enterArray(memberBits: _memberBits) }
+        for keyID in keyIDs { _ElementTrackers.shared.register(self, keyID: keyID) }
+    }
+
+    override var isActive: Bool { _active }
+
+    /// Adds element keys (the caller holds the array's lock).
+    func add(keyIDs newKeys: Set<UInt32>, ring: _RingBuffer<Element>) {
+        let added = newKeys.subtracting(keyIDs)
+        guard !added.isEmpty else { return }
+        keyIDs.formUnion(added)
+        let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
+        _memberBits |= bits
+        for i in 0..<ring.count { ring[i].kvoRegistrar._addMemberBits(bits) }
+        for keyID in added { _ElementTrackers.shared.register(self, keyID: keyID) }
+    }
+
+    @inline(__always)
+    private func _address(_ element: Element) -> UInt { UInt(bitPattern: ObjectIdentifier(element)) }
+
+    override func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
+        element.kvoRegistrar._enterArray(memberBits: _memberBits)
+    }
+
+    override func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
+        element.kvoRegistrar._leaveArray()
+    }
+
+    override func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {
+        _index.move(mask: UInt32(ring.mask), element: _address(element), from: UInt32(from), to: UInt32(to))
+    }
+
+    override func rebuild(_ ring: _RingBuffer<Element>) {
+        if ring.capacity == 0 { _index.clear(); return }
+        _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
+    }
+
+    override func leaveAll(_ ring: _RingBuffer<Element>) {
+        for i in 0..<ring.count { ring[i].kvoRegistrar._leaveArray() }
+        _index.clear()
+    }
+
+    override func deactivate(_ ring: _RingBuffer<Element>) {
+        guard _active else { return }
+        _active = false
+        leaveAll(ring)
+        _ElementTrackers.shared.unregister(self, keyIDs: keyIDs)
+    }
+
+    /// The logical indices of `element` in the ring, ascending (the caller holds the lock).
+    override func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] {
+        guard ring.capacity > 0 else { return [] }
+        _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
+        return _slots.map { (Int($0) &- ring.head) & ring.mask }.sorted()
+    }
+
+    /// Heap bytes of the position index (benchmark figures).
+    var indexBytes: Int { _index.bytes }
+
+    func checkInvariants(_ ring: _RingBuffer<Element>) {
+        precondition(_index.count == ring.count, "_ElementTracker: \(_index.count) index entries for \(ring.count) elements")
+        if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
+    }
+
+    override func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
+        guard let array else { return }
+        guard let element = element as? Element else { return }
+        array._elementDidChange(tracker: self, keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+    }
+}

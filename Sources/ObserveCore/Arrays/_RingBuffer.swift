@@ -1,0 +1,109 @@
+/// The element storage of an ``ObservableArray``: a ring of `capacity` slots (a power of two),
+/// the element at logical index `i` in slot `(head + i) & mask`.
+///
+/// A ring makes inserting at the front O(1) (the head moves back one slot) and lets the
+/// element-position index stay valid across front insertions, because positions are recorded
+/// as slots and no slot changes. Insertions and removals in the middle move the shorter side.
+///
+/// Copy-on-write: an ``ArrayChange`` keeps the buffer it was made from as its snapshot, and the
+/// array copies the buffer before mutating it while such a snapshot is alive. A copy keeps the
+/// same capacity and head, so every slot still names the same element.
+///
+/// Invariants: `capacity` is a power of two (or 0 with `base` unallocated); exactly the slots
+/// `(head + i) & mask` for `i < count` are initialised.
+@usableFromInline
+internal final class _RingBuffer<Element>: @unchecked Sendable {
+    private(set) var base: UnsafeMutablePointer<Element>
+    private(set) var capacity: Int
+    var head: Int = 0
+    var count: Int = 0
+
+    init(capacity requested: Int = 0) {
+        let capacity = requested == 0 ? 0 : max(4, Self._roundUp(requested))
+        self.capacity = capacity
+        self.base = .allocate(capacity: max(capacity, 1))
+    }
+
+    deinit {
+        for i in 0..<count { (base + slot(i)).deinitialize(count: 1) }
+        base.deallocate()
+    }
+
+    static func _roundUp(_ n: Int) -> Int {
+        precondition(n <= 1 << 32, "ObservableArray: more than 2^32 elements")
+        var c = 1
+        while c < n { c <<= 1 }
+        return c
+    }
+
+    @inline(__always) var mask: Int { capacity - 1 }
+    @inline(__always) func slot(_ index: Int) -> Int { (head &+ index) & (capacity &- 1) }
+    @inline(__always) subscript(index: Int) -> Element {
+        get { base[slot(index)] }
+        set { base[slot(index)] = newValue }
+    }
+
+    /// A copy with the same capacity and slot layout.
+    func copy() -> _RingBuffer<Element> {
+        let copy = _RingBuffer(capacity: 0)
+        copy.base.deallocate()
+        copy.capacity = capacity
+        copy.base = .allocate(capacity: max(capacity, 1))
+        copy.head = head
+        copy.count = count
+        for i in 0..<count { (copy.base + slot(i)).initialize(to: base[slot(i)]) }
+        return copy
+    }
+
+    /// Reallocates to at least `minimumCapacity` slots, elements moved to slots 0..<count.
+    /// Every slot changes: a position index must be rebuilt afterwards.
+    func grow(to minimumCapacity: Int) {
+        let newCapacity = max(4, Self._roundUp(max(minimumCapacity, capacity * 2)))
+        let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+        for i in 0..<count { (newBase + i).moveInitialize(from: base + slot(i), count: 1) }
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+        head = 0
+    }
+
+    /// Whether one more element fits without reallocating.
+    @inline(__always) var isFull: Bool { count == capacity }
+
+    /// Moves the element in slot `from` to the uninitialised slot `to`.
+    @inline(__always) func moveSlot(from: Int, to: Int) {
+        (base + to).moveInitialize(from: base + from, count: 1)
+    }
+
+    /// The element addresses of the slots, for the position index (class elements only).
+    @inline(__always) var addresses: UnsafePointer<UInt> {
+        UnsafeRawPointer(base).assumingMemoryBound(to: UInt.self)
+    }
+
+    /// The elements in logical order.
+    func elements() -> ContiguousArray<Element> {
+        var result = ContiguousArray<Element>()
+        result.reserveCapacity(count)
+        for i in 0..<count { result.append(base[slot(i)]) }
+        return result
+    }
+
+    /// Replaces all contents with `elements` (capacity kept when it suffices).
+    func replaceAll<C: Collection>(with elements: C) where C.Element == Element {
+        for i in 0..<count { (base + slot(i)).deinitialize(count: 1) }
+        count = 0
+        head = 0
+        let n = elements.count
+        if n > capacity {
+            base.deallocate()
+            capacity = max(4, Self._roundUp(n))
+            base = .allocate(capacity: capacity)
+        }
+        var i = 0
+        for element in elements {
+            (base + i).initialize(to: element)
+            i += 1
+        }
+        count = n
+    }
+}

@@ -1,0 +1,371 @@
+// cobs_positions: insert / lookup / remove / move with duplicates, front insertion, rebuild after
+// the ring is reallocated, growth, random churn against a Dictionary model, probe lengths and
+// memory at 100,000 elements, and every status code.
+
+import CObserveCore
+import XCTest
+
+final class PositionIndexTests: XCTestCase {
+    /// Distinct, 16-byte-aligned, non-zero "element addresses".
+    private func element(_ i: Int) -> UInt { 0x7F00_0000_0000 + UInt(i) * 16 }
+
+    // MARK: Entries
+
+    func testInsertedElementIsFoundAtItsSlot() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        assertStatus(index.insert(ring, element(1), at: 5), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(1)), [5])
+        XCTAssertEqual(index.slots(ring, element(2)), [])
+        XCTAssertEqual(index.count, 1)
+        index.assertInvariants(ring)
+    }
+
+    func testElementInSeveralSlotsIsFoundInEach() {
+        let ring = TestRing(mask: 31), index = TestPositions()
+        for slot: UInt32 in [3, 9, 10, 30] { index.insert(ring, element(7), at: slot) }
+        index.insert(ring, element(8), at: 4)
+        XCTAssertEqual(index.slots(ring, element(7)), [3, 9, 10, 30])
+        XCTAssertEqual(index.slots(ring, element(8)), [4])
+        assertStatus(index.remove(ring, element(7), at: 9), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(7)), [3, 10, 30])
+        XCTAssertEqual(index.count, 4)
+        index.assertInvariants(ring)
+    }
+
+    func testRemoveForgetsOnlyThatSlotEvenAfterTheRingWasOverwritten() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 2)
+        index.insert(ring, element(1), at: 3)
+        ring[2] = element(99)   // the array replaced the element first, then tells the index
+        assertStatus(index.remove(ring, element(1), at: 2), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(1)), [3])
+        assertStatus(index.remove(ring, element(1), at: 2), COBS_NOT_FOUND)
+        index.assertInvariants(ring)
+    }
+
+    func testMoveRewritesOneEntry() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 2)
+        index.insert(ring, element(1), at: 6)
+        assertStatus(index.move(ring, element(1), from: 2, to: 11), COBS_OK)
+        ring[2] = 0
+        XCTAssertEqual(index.slots(ring, element(1)), [6, 11])
+        assertStatus(index.move(ring, element(1), from: 2, to: 12), COBS_NOT_FOUND)
+        index.assertInvariants(ring)
+    }
+
+    func testLookupIgnoresStaleAddressesInSlotsWithoutAnEntry() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 0)
+        for slot: UInt32 in 1...15 { ring[slot] = element(1) }   // stale copies, never recorded
+        XCTAssertEqual(index.slots(ring, element(1)), [0])
+    }
+
+    func testInsertingAtTheFrontOfTheRingNeedsNoUpdates() {
+        // An array of 8 elements with head 4 in a ring of 16; inserting at index 0 puts the new
+        // element in slot head - 1 = 3 and changes no other entry.
+        let ring = TestRing(mask: 15), index = TestPositions()
+        var head: UInt32 = 4
+        for i in 0..<8 { index.insert(ring, element(i), at: (head + UInt32(i)) & ring.mask) }
+        let before = (0..<8).map { index.slots(ring, element($0)) }
+        head = (head &- 1) & ring.mask
+        assertStatus(index.insert(ring, element(100), at: head), COBS_OK)   // the only call
+        XCTAssertEqual((0..<8).map { index.slots(ring, element($0)) }, before)
+        // Logical indices follow from the slots: (slot - head) & mask.
+        XCTAssertEqual(index.slots(ring, element(100)).map { ($0 &- head) & ring.mask }, [0])
+        XCTAssertEqual(index.slots(ring, element(5)).map { ($0 &- head) & ring.mask }, [6])
+        index.assertInvariants(ring)
+    }
+
+    func testRebuildAfterTheRingIsReallocated() {
+        let small = TestRing(mask: 7), index = TestPositions()
+        var head: UInt32 = 6
+        for i in 0..<8 { index.insert(small, element(i % 5), at: (head + UInt32(i)) & small.mask) }
+        // Reallocate as an array does: elements to slots 0..<8 of a ring twice as large.
+        let large = TestRing(mask: 15)
+        for i in 0..<8 { large[UInt32(i)] = small[(head + UInt32(i)) & small.mask] }
+        head = 0
+        assertStatus(cobs_positions_rebuild(index.raw, large.pointer, large.mask, head, 8), COBS_OK)
+        XCTAssertEqual(index.count, 8)
+        for e in 0..<5 {
+            XCTAssertEqual(index.slots(large, element(e)), (0..<8).filter { $0 % 5 == e }.map(UInt32.init))
+        }
+        index.assertInvariants(large)
+    }
+
+    func testRebuildFromAWrappedRingAndAfterSorting() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        let head: UInt32 = 12
+        for i in 0..<10 { ring[(head + UInt32(i)) & ring.mask] = element(9 - i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 10), COBS_OK)
+        for i in 0..<10 { XCTAssertEqual(index.slots(ring, element(9 - i)), [(head + UInt32(i)) & ring.mask]) }
+        // "Sort": rewrite the ring in place, then rebuild.
+        for i in 0..<10 { ring[(head + UInt32(i)) & ring.mask] = element(i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 10), COBS_OK)
+        for i in 0..<10 { XCTAssertEqual(index.slots(ring, element(i)), [(head + UInt32(i)) & ring.mask]) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 0), COBS_OK)
+        XCTAssertEqual(index.count, 0)
+        index.assertInvariants(ring)
+    }
+
+    func testClearForgetsEverythingAndKeepsTheAllocation() {
+        let ring = TestRing(mask: 63), index = TestPositions()
+        for i in 0..<40 { index.insert(ring, element(i), at: UInt32(i)) }
+        let bytes = index.bytes
+        cobs_positions_clear(index.raw)
+        XCTAssertEqual(index.count, 0)
+        XCTAssertEqual(index.bytes, bytes)
+        XCTAssertEqual(index.slots(ring, element(3)), [])
+        index.assertInvariants(ring)
+        cobs_positions_clear(nil)
+        XCTAssertEqual(cobs_positions_count(nil), 0)
+        XCTAssertEqual(cobs_positions_bytes(nil), 0)
+    }
+
+    // MARK: Growth
+
+    func testIndexGrowsPastItsCapacityHint() {
+        let ring = TestRing(mask: 4095), index = TestPositions(capacityHint: 4)
+        let initialBytes = index.bytes
+        for i in 0..<3000 {
+            assertStatus(index.insert(ring, element(i % 1000), at: UInt32(i)), COBS_OK)
+        }
+        XCTAssertGreaterThan(index.bytes, initialBytes)
+        XCTAssertEqual(index.count, 3000)
+        XCTAssertEqual(index.slots(ring, element(7)), [7, 1007, 2007])
+        index.assertInvariants(ring)
+    }
+
+    func testCapacityHintAvoidsGrowth() {
+        let ring = TestRing(mask: 1023), index = TestPositions(capacityHint: 1000)
+        let bytes = index.bytes
+        for i in 0..<1000 { index.insert(ring, element(i), at: UInt32(i)) }
+        XCTAssertEqual(index.bytes, bytes)
+    }
+
+    // MARK: Random churn against a model
+
+    func testRandomChurnAgreesWithADictionaryModelAndKeepsItsInvariants() {
+        var rng = SplitMix64(seed: 0xC4_0C4_0C4)
+        let ring = TestRing(mask: 511), index = TestPositions(seed: 0x1234_5678)
+        var model: [UInt: Set<UInt32>] = [:]   // element -> slots
+        var occupied: [UInt32: UInt] = [:]      // slot -> element (entries only)
+        for step in 0..<20_000 {
+            let e = element(Int.random(in: 0..<64, using: &rng))   // few elements: many duplicates
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                let slot = UInt32.random(in: 0...ring.mask, using: &rng)
+                if occupied[slot] == nil {
+                    assertStatus(index.insert(ring, e, at: slot), COBS_OK)
+                    occupied[slot] = e
+                    model[e, default: []].insert(slot)
+                } else {
+                    // A recorded pair cannot be inserted again.
+                    assertStatus(index.insert(ring, occupied[slot]!, at: slot), COBS_INVALID_ARGUMENT)
+                }
+            case 4..<7:
+                guard let pick = occupied.randomElement(using: &rng) else { break }
+                let (slot, owner) = (pick.key, pick.value)
+                if Bool.random(using: &rng) { ring[slot] = element(999) }   // overwritten first
+                assertStatus(index.remove(ring, owner, at: slot), COBS_OK)
+                occupied[slot] = nil
+                model[owner]!.remove(slot)
+            case 7..<9:
+                guard let pick = occupied.randomElement(using: &rng) else { break }
+                let (from, owner) = (pick.key, pick.value)
+                let to = UInt32.random(in: 0...ring.mask, using: &rng)
+                guard occupied[to] == nil else { break }
+                assertStatus(index.move(ring, owner, from: from, to: to), COBS_OK)
+                ring[from] = element(998)
+                occupied[from] = nil
+                occupied[to] = owner
+                model[owner]!.remove(from)
+                model[owner]!.insert(to)
+            default:
+                XCTAssertEqual(Set(index.slots(ring, e)), model[e] ?? [], "step \(step)")
+            }
+            if step % 500 == 0 { index.assertInvariants(ring) }
+        }
+        XCTAssertEqual(index.count, occupied.count)
+        for i in 0..<64 { XCTAssertEqual(Set(index.slots(ring, element(i))), model[element(i)] ?? []) }
+        index.assertInvariants(ring)
+    }
+
+    // MARK: At 100,000 elements
+
+    func testMaxDisplacementIsBoundedForOneHundredThousandSequentialAlignedAddresses() {
+        let ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
+        for i in 0..<100_000 { index.insert(ring, element(i), at: UInt32(i)) }
+        let longest = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
+        // At load 100,000 / 131,072 = 0.76, a uniform hash gives a longest probe in the low
+        // hundreds at most; sequential addresses must do no worse.
+        XCTAssertLessThan(longest, 300, "longest displacement \(longest)")
+        XCTAssertGreaterThan(longest, 0)
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, ring.mask), COBS_OK)
+    }
+
+    func testBytesPerElementAtOneHundredThousandEntriesIsAtMostSixteen() {
+        let ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
+        for i in 0..<100_000 { index.insert(ring, element(i), at: UInt32(i)) }
+        let perElement = Double(index.bytes) / 100_000
+        XCTAssertLessThanOrEqual(perElement, 16, "\(perElement) bytes per element")
+        XCTAssertLessThanOrEqual(perElement, 7, "expected 131,072 buckets of 5 bytes: \(perElement)")
+        // Worst case, just after a growth: 5 bytes / (7/16) = 11.4 bytes per element.
+        let justGrown = TestPositions()
+        for i in 0..<(1 << 16) * 7 / 8 + 1 { justGrown.insert(ring, element(i), at: UInt32(i)) }
+        XCTAssertLessThanOrEqual(Double(justGrown.bytes) / Double((1 << 16) * 7 / 8 + 1), 16)
+    }
+
+    // MARK: Every status code
+
+    func testInvalidArgumentsAreRejectedAndChangeNothing() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 4)
+        let r = ring.pointer
+        var out = [UInt32](repeating: 0, count: 4)
+        var count = 0
+        // insert
+        assertStatus(cobs_positions_insert(nil, r, 15, element(1), 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert(index.raw, nil, 15, element(1), 5), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert(index.raw, r, 15, 0, 5), COBS_INVALID_ARGUMENT)            // element 0
+        assertStatus(cobs_positions_insert(index.raw, r, 15, element(1), 16), COBS_INVALID_ARGUMENT)  // slot > mask
+        assertStatus(cobs_positions_insert(index.raw, r, 14, element(1), 5), COBS_INVALID_ARGUMENT)   // mask + 1 not 2^k
+        assertStatus(cobs_positions_insert(index.raw, r, 15, element(2), 5), COBS_INVALID_ARGUMENT)   // ring[5] != element
+        assertStatus(cobs_positions_insert(index.raw, r, 15, element(1), 4), COBS_INVALID_ARGUMENT)   // already recorded
+        assertStatus(cobs_positions_insert(index.raw, r, 1, element(1), 1), COBS_INVALID_ARGUMENT)    // ring smaller than slot 4
+        // remove / move
+        assertStatus(cobs_positions_remove(nil, r, 15, element(1), 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_remove(index.raw, nil, 15, element(1), 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_remove(index.raw, r, 15, 0, 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_remove(index.raw, r, 15, element(1), 16), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_remove(index.raw, r, 3, element(1), 2), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_move(nil, 15, element(1), 4, 5), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_move(index.raw, 15, 0, 4, 5), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_move(index.raw, 15, element(1), 4, 16), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_move(index.raw, 15, element(1), 16, 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_move(index.raw, 12, element(1), 4, 5), COBS_INVALID_ARGUMENT)
+        // lookup
+        assertStatus(cobs_positions_lookup(nil, r, 15, element(1), &out, 4, &count), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_lookup(index.raw, nil, 15, element(1), &out, 4, &count), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_lookup(index.raw, r, 15, 0, &out, 4, &count), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_lookup(index.raw, r, 15, element(1), nil, 4, &count), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_lookup(index.raw, r, 15, element(1), &out, 4, nil), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_lookup(index.raw, r, 3, element(1), &out, 4, &count), COBS_INVALID_ARGUMENT)
+        // rebuild
+        assertStatus(cobs_positions_rebuild(nil, r, 15, 0, 0), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_rebuild(index.raw, nil, 15, 0, 0), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_rebuild(index.raw, r, 15, 16, 0), COBS_INVALID_ARGUMENT)   // head > mask
+        assertStatus(cobs_positions_rebuild(index.raw, r, 15, 0, 17), COBS_INVALID_ARGUMENT)   // count > ring
+        assertStatus(cobs_positions_rebuild(index.raw, r, 6, 0, 1), COBS_INVALID_ARGUMENT)     // bad mask
+        assertStatus(cobs_positions_rebuild(index.raw, r, 15, 3, 2), COBS_INVALID_ARGUMENT)    // ring[3] == 0
+        // create
+        var created: OpaquePointer? = OpaquePointer(bitPattern: 0x10)
+        assertStatus(cobs_positions_create(Int(UInt32.max) + 2, 1, nil, &created), COBS_INVALID_ARGUMENT)
+        XCTAssertNil(created)
+        // check_invariants
+        assertStatus(cobs_positions_check_invariants(nil, r, 15), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_check_invariants(index.raw, nil, 15), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_check_invariants(index.raw, r, 10), COBS_INVALID_ARGUMENT)
+        XCTAssertEqual(cobs_positions_max_displacement(nil, r, 15), 0)
+        // Nothing changed.
+        XCTAssertEqual(index.count, 1)
+        XCTAssertEqual(index.slots(ring, element(1)), [4])
+        index.assertInvariants(ring)
+    }
+
+    func testAbsentEntriesAreNotFound() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 4)
+        assertStatus(index.remove(ring, element(1), at: 5), COBS_NOT_FOUND)
+        assertStatus(index.remove(ring, element(2), at: 6), COBS_NOT_FOUND)
+        assertStatus(cobs_positions_move(index.raw, 15, element(2), 4, 5), COBS_NOT_FOUND)
+        XCTAssertEqual(index.lookup(ring, element(3)).count, 0)
+        XCTAssertEqual(index.count, 1)
+    }
+
+    func testLookupIntoATooSmallBufferWritesWhatFitsAndTheFullCount() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        for slot: UInt32 in [1, 2, 3, 4, 5] { index.insert(ring, element(1), at: slot) }
+        let (status, count, slots) = index.lookup(ring, element(1), capacity: 2)
+        assertStatus(status, COBS_BUFFER_TOO_SMALL)
+        XCTAssertEqual(count, 5)
+        XCTAssertEqual(slots.count, 2)
+        XCTAssert(Set(slots).isSubset(of: [1, 2, 3, 4, 5]))
+        var n = 0
+        assertStatus(cobs_positions_lookup(index.raw, ring.pointer, ring.mask, element(1), nil, 0, &n), COBS_BUFFER_TOO_SMALL)
+        XCTAssertEqual(n, 5)
+    }
+
+    func testNoMemoryLeavesTheIndexAsItWas() {
+        let allocator = CountingAllocator()
+        let ring = TestRing(mask: 63)
+        let index = TestPositions(allocator: allocator.cAllocator)   // 16 buckets: 14 entries fit
+        for i in 0..<14 { index.insert(ring, element(i), at: UInt32(i)) }
+        allocator.failing = true
+        assertStatus(index.insert(ring, element(14), at: 14), COBS_NO_MEMORY)
+        for i in 0..<20 { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 20), COBS_NO_MEMORY)
+        for i in 14..<20 { ring[UInt32(i)] = 0 }
+        XCTAssertEqual(index.count, 14)
+        XCTAssertEqual(index.slots(ring, element(3)), [3])
+        index.assertInvariants(ring)
+        allocator.failing = false
+        assertStatus(index.insert(ring, element(14), at: 14), COBS_OK)
+        index.assertInvariants(ring)
+
+        var created: OpaquePointer? = OpaquePointer(bitPattern: 0x10)
+        var alloc = allocator.cAllocator
+        allocator.failing = true
+        assertStatus(cobs_positions_create(0, 1, &alloc, &created), COBS_NO_MEMORY)
+        XCTAssertNil(created)
+        allocator.failing = false
+        allocator.failAfter = 1
+        assertStatus(cobs_positions_create(0, 1, &alloc, &created), COBS_NO_MEMORY)
+        XCTAssertNil(created)
+    }
+
+    func testCheckInvariantsReportsARingThatDisagreesWithTheIndex() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        index.insert(ring, element(1), at: 4)
+        index.assertInvariants(ring)
+        ring[4] = element(2)   // the ring changed behind the index's back
+        // (The checker prints what is wrong to stderr.)
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, ring.mask), COBS_CORRUPT)
+        ring[4] = 0
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, ring.mask), COBS_CORRUPT)
+        ring[4] = element(1)
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, ring.mask), COBS_OK)
+        let smaller = TestRing(mask: 3)
+        assertStatus(cobs_positions_check_invariants(index.raw, smaller.pointer, smaller.mask), COBS_CORRUPT)
+    }
+
+    func testGrowthRefusesARingThatBreaksTheRingInvariant() {
+        let ring = TestRing(mask: 31), index = TestPositions()
+        for i in 0..<14 { index.insert(ring, element(i), at: UInt32(i)) }
+        // The next insertion grows the table, which rehashes by reading the ring. Break one
+        // entry's slot: growth notices the fingerprint mismatch and changes nothing.
+        let saved = ring[5]
+        ring[5] = element(500)
+        assertStatus(index.insert(ring, element(20), at: 20), COBS_INVALID_ARGUMENT)
+        ring[5] = saved
+        XCTAssertEqual(index.count, 14)
+        index.assertInvariants(ring)
+    }
+
+    func testSeedZeroPicksARandomSeedAndStillWorks() {
+        let ring = TestRing(mask: 15), index = TestPositions(seed: 0)
+        index.insert(ring, element(1), at: 1)
+        XCTAssertEqual(index.slots(ring, element(1)), [1])
+    }
+
+    func testTheIndexFreesEverythingItAllocated() {
+        let allocator = CountingAllocator()
+        do {
+            let ring = TestRing(mask: 1023)
+            let index = TestPositions(allocator: allocator.cAllocator)
+            for i in 0..<1000 { index.insert(ring, element(i), at: UInt32(i)) }
+            assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 10), COBS_OK)
+        }
+        XCTAssertEqual(allocator.liveBytes, 0)
+    }
+}

@@ -1,0 +1,230 @@
+// The C-backed and pure-Swift array cores, run side by side on the same random inputs: the
+// batch composers must produce identical runs (and origins), the encoders the same answers, and
+// the position indexes the same lookups.
+
+import XCTest
+
+@testable import ObserveCore
+
+/// SplitMix64: a tiny seeded generator, so that every random test replays exactly.
+private struct TwinRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+final class ArrayCoreTwinTests: XCTestCase {
+    // MARK: Batch composer
+
+    func testCAndSwiftComposersProduceIdenticalRunsOnRandomBatches() {
+        var rng = TwinRandom(seed: 0x7717_0001)
+        for iteration in 0..<10_000 {
+            let oldCount = Int.random(in: 0...50, using: &rng)
+            let c: any _BatchComposing = _CBatchComposer(oldCount: oldCount)
+            let swift: any _BatchComposing = _SwiftBatchComposer(oldCount: oldCount)
+            var model = Array(0..<oldCount)
+            var next = 1000
+            var log: [String] = []
+            for _ in 0..<Int.random(in: 0...20, using: &rng) {
+                let n = c.count
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<3:
+                    let index = Int.random(in: 0...n, using: &rng), count = Int.random(in: 1...3, using: &rng)
+                    log.append("insert(\(index), \(count))")
+                    c.insert(at: index, count: count)
+                    swift.insert(at: index, count: count)
+                    model.insert(contentsOf: next..<next + count, at: index)
+                    next += count
+                case 3..<6 where n > 0:
+                    let index = Int.random(in: 0..<n, using: &rng)
+                    let count = Int.random(in: 1...min(3, n - index), using: &rng)
+                    log.append("remove(\(index), \(count))")
+                    let expected = model[index..<index + count].map { $0 < 1000 ? $0 : nil }
+                    XCTAssertEqual(c.remove(at: index, count: count), expected, "C origins, iteration \(iteration)")
+                    XCTAssertEqual(swift.remove(at: index, count: count), expected, "Swift origins, iteration \(iteration)")
+                    model.removeSubrange(index..<index + count)
+                case 6..<9 where n > 0:
+                    let from = Int.random(in: 0..<n, using: &rng), to = Int.random(in: 0..<n, using: &rng)
+                    log.append("move(\(from), \(to))")
+                    c.move(from: from, to: to)
+                    swift.move(from: from, to: to)
+                    model.insert(model.remove(at: from), at: to)
+                case 9 where n > 0:
+                    let index = Int.random(in: 0..<n, using: &rng)
+                    log.append("modify(\(index))")
+                    c.modify(at: index)
+                    swift.modify(at: index)
+                default:
+                    break
+                }
+                XCTAssertEqual(c.count, swift.count)
+            }
+            let cRuns = c.finish(), swiftRuns = swift.finish()
+            XCTAssertEqual(cRuns, swiftRuns, "iteration \(iteration): \(log)")
+            XCTAssertTrue(_CRunEncoding.validate(cRuns, oldCount: oldCount, newCount: model.count))
+            XCTAssertTrue(_SwiftRunEncoding.validate(swiftRuns, oldCount: oldCount, newCount: model.count))
+            XCTAssertEqual(swift.finish(), swiftRuns, "finish is repeatable")
+            if testRun?.failureCount ?? 0 > 5 { return }
+        }
+    }
+
+    func testComposersAgreeOnABigArrayWithScatteredEdits() {
+        var rng = TwinRandom(seed: 0xB16)
+        let c = _CBatchComposer(oldCount: 100_000), swift = _SwiftBatchComposer(oldCount: 100_000)
+        for _ in 0..<300 {
+            let n = c.count
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0:
+                let i = Int.random(in: 0...n, using: &rng)
+                c.insert(at: i, count: 5)
+                swift.insert(at: i, count: 5)
+            case 1:
+                let i = Int.random(in: 0..<n - 10, using: &rng)
+                XCTAssertEqual(c.remove(at: i, count: 10), swift.remove(at: i, count: 10))
+            case 2:
+                let from = Int.random(in: 0..<n, using: &rng), to = Int.random(in: 0..<n, using: &rng)
+                c.move(from: from, to: to)
+                swift.move(from: from, to: to)
+            default:
+                let i = Int.random(in: 0..<n, using: &rng)
+                c.modify(at: i)
+                swift.modify(at: i)
+            }
+        }
+        let runs = c.finish()
+        XCTAssertEqual(runs, swift.finish())
+        XCTAssertTrue(_CRunEncoding.validate(runs, oldCount: 100_000, newCount: c.count))
+    }
+
+    // MARK: Encoder
+
+    func testCAndSwiftEncodersAgreeOnRandomRuns() {
+        var rng = TwinRandom(seed: 0xE1C0_DE)
+        let ops: [_RunOp] = [.remove, .insert, .move, .modify]
+        var accepted = 0
+        for iteration in 0..<20_000 {
+            let oldCount = Int.random(in: 0..<24, using: &rng), newCount = Int.random(in: 0..<24, using: &rng)
+            var runs: [_ArrayRun] = []
+            for _ in 0..<Int.random(in: 0..<7, using: &rng) {
+                let op = ops.randomElement(using: &rng)!
+                runs.append(_ArrayRun(op, start: Int.random(in: 0..<24, using: &rng), length: Int.random(in: 1...4, using: &rng),
+                                      to: op == .move ? Int.random(in: 0..<24, using: &rng) : 0))
+            }
+            // Both normalize identically (well-formed runs only: malformed ones trap, by contract).
+            var cNormal = runs, swiftNormal = runs
+            _CRunEncoding.normalize(&cNormal)
+            _SwiftRunEncoding.normalize(&swiftNormal)
+            XCTAssertEqual(cNormal, swiftNormal, "iteration \(iteration): \(runs)")
+            for candidate in [runs, cNormal] {
+                let c = _CRunEncoding.validate(candidate, oldCount: oldCount, newCount: newCount)
+                XCTAssertEqual(c, _SwiftRunEncoding.validate(candidate, oldCount: oldCount, newCount: newCount),
+                               "iteration \(iteration): \(candidate) \(oldCount)->\(newCount)")
+                if c { accepted += 1 }
+            }
+            if testRun?.failureCount ?? 0 > 5 { return }
+        }
+        XCTAssertGreaterThan(accepted, 100, "the generator must produce valid changes too")
+    }
+
+    func testEncodersRejectNegativeFieldsAndCounts() {
+        for encoding in [_CRunEncoding.self, _SwiftRunEncoding.self] as [any _RunEncoding.Type] {
+            XCTAssertFalse(encoding.validate([_ArrayRun(.remove, start: -1, length: 1)], oldCount: 5, newCount: 4))
+            XCTAssertFalse(encoding.validate([], oldCount: -1, newCount: -1))
+            XCTAssertTrue(encoding.validate([_ArrayRun(.insert, start: 0, length: 100_000)], oldCount: 0, newCount: 100_000))
+        }
+    }
+
+    // MARK: Position index
+
+    func testCAndSwiftPositionIndexesAgreeOnRandomChurn() {
+        var rng = TwinRandom(seed: 0x9051_7105)
+        let mask: UInt32 = 255
+        let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
+        ring.initialize(repeating: 0, count: Int(mask) + 1)
+        defer { ring.deallocate() }
+        let indexes: [any _PositionIndexing] = [
+            _CPositionIndex(capacityHint: 0),
+            _SwiftPositionIndex(capacityHint: 0),
+        ]
+        var occupied: [UInt32: UInt] = [:]
+        var cSlots: [UInt32] = [], swiftSlots: [UInt32] = []
+        func element(_ i: Int) -> UInt { 0x6000_0000 + UInt(i) * 16 }
+        for step in 0..<20_000 {
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                let slot = UInt32.random(in: 0...mask, using: &rng)
+                guard occupied[slot] == nil else { break }
+                let e = element(Int.random(in: 0..<40, using: &rng))
+                ring[Int(slot)] = e
+                for index in indexes { index.insert(ring: ring, mask: mask, element: e, slot: slot) }
+                occupied[slot] = e
+            case 4..<6:
+                guard let pick = occupied.randomElement(using: &rng) else { break }
+                for index in indexes { index.remove(ring: ring, mask: mask, element: pick.value, slot: pick.key) }
+                ring[Int(pick.key)] = 0
+                occupied[pick.key] = nil
+            case 6..<8:
+                guard let pick = occupied.randomElement(using: &rng) else { break }
+                let to = UInt32.random(in: 0...mask, using: &rng)
+                guard occupied[to] == nil else { break }
+                ring[Int(to)] = pick.value
+                ring[Int(pick.key)] = 0
+                for index in indexes { index.move(mask: mask, element: pick.value, from: pick.key, to: to) }
+                occupied[pick.key] = nil
+                occupied[to] = pick.value
+            case 8 where step % 97 == 0:
+                // Compact the ring to logical order from a random head and rebuild both.
+                let head = UInt32.random(in: 0...mask, using: &rng)
+                let elements = occupied.sorted { $0.key < $1.key }.map(\.value)
+                for s in 0...Int(mask) { ring[s] = 0 }
+                occupied = [:]
+                for (i, e) in elements.enumerated() {
+                    let slot = (head + UInt32(i)) & mask
+                    ring[Int(slot)] = e
+                    occupied[slot] = e
+                }
+                for index in indexes { index.rebuild(ring: ring, mask: mask, head: head, count: elements.count) }
+            default:
+                let e = element(Int.random(in: 0..<40, using: &rng))
+                indexes[0].lookup(ring: ring, mask: mask, element: e, into: &cSlots)
+                indexes[1].lookup(ring: ring, mask: mask, element: e, into: &swiftSlots)
+                let expected = occupied.filter { $0.value == e }.map(\.key).sorted()
+                XCTAssertEqual(cSlots.sorted(), expected, "C, step \(step)")
+                XCTAssertEqual(swiftSlots.sorted(), expected, "Swift, step \(step)")
+            }
+            XCTAssertEqual(indexes[0].count, occupied.count)
+            XCTAssertEqual(indexes[1].count, occupied.count)
+            if step % 1000 == 0 { for index in indexes { index.checkInvariants(ring: ring, mask: mask) } }
+            if testRun?.failureCount ?? 0 > 5 { return }
+        }
+        for index in indexes {
+            index.checkInvariants(ring: ring, mask: mask)
+            XCTAssertGreaterThan(index.bytes, 0)
+            index.clear()
+            XCTAssertEqual(index.count, 0)
+        }
+    }
+
+    func testCPositionIndexLookupGrowsItsBufferForManyDuplicates() {
+        let mask: UInt32 = 1023
+        let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
+        defer { ring.deallocate() }
+        let index = _CPositionIndex(capacityHint: 0)
+        for slot in 0..<300 {
+            ring[slot] = 0xABC0
+            index.insert(ring: ring, mask: mask, element: 0xABC0, slot: UInt32(slot))
+        }
+        var slots: [UInt32] = []
+        index.lookup(ring: ring, mask: mask, element: 0xABC0, into: &slots)
+        XCTAssertEqual(slots.sorted(), (0..<300).map(UInt32.init))
+        index.lookup(ring: ring, mask: mask, element: 0xDEF0, into: &slots)
+        XCTAssertEqual(slots, [])
+        XCTAssertGreaterThan(index.maxDisplacement(ring: ring, mask: mask), 0)
+    }
+}

