@@ -75,50 +75,52 @@ public struct ArrayChange<Element> {
         public let oldIndex: Int?
         /// Its index after the change; nil for a removed element.
         public let newIndex: Int?
+
+        @inlinable
+        init(element: Element, oldIndex: Int?, newIndex: Int?) {
+            self.element = element
+            self.oldIndex = oldIndex
+            self.newIndex = newIndex
+        }
     }
 
+    /// Everything a change holds, in one reference: copying a change costs one retain.
+    @usableFromInline internal let _box: _ArrayChangeBox<Element>
+
     /// What happened.
-    public let kind: Kind
+    @inlinable public var kind: Kind { _box.kind }
     /// True for the notification sent at registration (option `.initial`), of kind ``Kind/arrayReplaced``.
-    public let isInitial: Bool
+    @inlinable public var isInitial: Bool { _box.isInitial }
     /// The number of elements before the change.
-    public let oldCount: Int
+    @inlinable public var oldCount: Int { _box.oldCount }
     /// The number of elements after the change.
-    public let newCount: Int
+    @inlinable public var newCount: Int { _box.newCount }
     /// For ``Kind/elementChanged``: the element property that changed.
-    public let elementKeyPath: AnyKeyPath?
+    @inlinable public var elementKeyPath: AnyKeyPath? { _box.elementKeyPath }
     /// For ``Kind/elementChanged``: the property's value before the change, when the observation
     /// asked for `.old`.
-    public let elementOldValue: Any?
+    @inlinable public var elementOldValue: Any? { _box.elementOldValue }
     /// For ``Kind/elementChanged``: the property's value after the change, when the observation
     /// asked for `.new`.
-    public let elementNewValue: Any?
+    @inlinable public var elementNewValue: Any? { _box.elementNewValue }
     /// For ``Kind/arrayReplaced``: the array the owner's property held before (nil for `.initial`).
-    public let oldArray: ObservableArray<Element>?
+    @inlinable public var oldArray: ObservableArray<Element>? { _box.oldArray }
     /// For ``Kind/arrayReplaced``: the array the owner's property holds now.
-    public let newArray: ObservableArray<Element>?
+    @inlinable public var newArray: ObservableArray<Element>? { _box.newArray }
 
-    internal let _runs: [_ArrayRun]
-    internal let _removed: _RemovedValues<Element>
+    @inlinable internal var _runs: [_ArrayRun] { _box.runs }
+    @inlinable internal var _removed: _RemovedValues<Element> { _box.removed }
     /// The array's contents right after the change (shared copy-on-write with the array).
-    internal let _snapshot: _RingBuffer<Element>?
+    @inlinable internal var _snapshot: _RingBuffer<Element>? { _box.snapshot }
 
     internal init(kind: Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>, snapshot: _RingBuffer<Element>?,
                   oldCount: Int, newCount: Int, isInitial: Bool = false,
                   elementKeyPath: AnyKeyPath? = nil, elementOldValue: Any? = nil, elementNewValue: Any? = nil,
                   oldArray: ObservableArray<Element>? = nil, newArray: ObservableArray<Element>? = nil) {
-        self.kind = kind
-        self._runs = runs
-        self._removed = removed
-        self._snapshot = snapshot
-        self.oldCount = oldCount
-        self.newCount = newCount
-        self.isInitial = isInitial
-        self.elementKeyPath = elementKeyPath
-        self.elementOldValue = elementOldValue
-        self.elementNewValue = elementNewValue
-        self.oldArray = oldArray
-        self.newArray = newArray
+        _box = _ArrayChangeBox(kind: kind, runs: runs, removed: removed, snapshot: snapshot, oldCount: oldCount,
+                               newCount: newCount, isInitial: isInitial, elementKeyPath: elementKeyPath,
+                               elementOldValue: elementOldValue, elementNewValue: elementNewValue,
+                               oldArray: oldArray, newArray: newArray)
     }
 
     /// The runs of the change in canonical order: removals, insertions, moves, modifications,
@@ -144,37 +146,84 @@ public struct ArrayChange<Element> {
 
     /// Every changed element with its old and new index: removals (ascending old index), then
     /// insertions (ascending new index), then moves (ascending old index), then modifications.
-    /// - Complexity: O(number of changed elements); computed on each access.
-    public var elements: [ChangedElement] {
-        var result: [ChangedElement] = []
-        var removedOrdinal = 0
-        for run in _runs {
-            for offset in 0..<run.length {
-                switch run.op {
-                case .remove:
-                    let old = run.start + offset
-                    result.append(ChangedElement(element: _removed.value(oldIndex: old, ordinal: removedOrdinal),
-                                                 oldIndex: old, newIndex: nil))
-                    removedOrdinal += 1
-                case .insert:
-                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
-                                                 oldIndex: nil, newIndex: run.start + offset))
-                case .move:
-                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.to + offset],
-                                                 oldIndex: run.start + offset, newIndex: run.to + offset))
-                case .modify:
-                    result.append(ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
-                                                 oldIndex: oldIndex(ofNewIndex: run.start + offset),
-                                                 newIndex: run.start + offset))
-                }
+    ///
+    /// A lazy collection over the runs: nothing is materialised until an element is read, and a
+    /// change of one run (an element change, an append) reads its elements without allocating.
+    @inlinable public var elements: Elements { Elements(self) }
+
+    /// The changed elements of a change, computed from its runs on access.
+    public struct Elements: RandomAccessCollection {
+        @usableFromInline internal let _change: ArrayChange<Element>
+        /// Prefix sums of run lengths (run r covers positions offsets[r] ..< offsets[r + 1]);
+        /// empty for a change of at most one run.
+        @usableFromInline internal let _offsets: [Int]
+        public let count: Int
+
+        @inlinable
+        init(_ change: ArrayChange<Element>) {
+            _change = change
+            if change._runs.count <= 1 {
+                _offsets = []
+                count = change._runs.first?.length ?? 0
+            } else {
+                var offsets = [0]
+                offsets.reserveCapacity(change._runs.count + 1)
+                for run in change._runs { offsets.append(offsets.last! + run.length) }
+                _offsets = offsets
+                count = offsets.last!
             }
         }
-        return result
+
+        @inlinable public var startIndex: Int { 0 }
+        @inlinable public var endIndex: Int { count }
+
+        @inlinable
+        public subscript(position: Int) -> ChangedElement {
+            precondition(position >= 0 && position < count, "ArrayChange.elements: index \(position) out of range")
+            var runIndex = 0
+            var offset = position
+            if !_offsets.isEmpty {
+                // The last run whose start offset is <= position.
+                var low = 0, high = _offsets.count - 2
+                while low < high {
+                    let mid = (low + high + 1) / 2
+                    if _offsets[mid] <= position { low = mid } else { high = mid - 1 }
+                }
+                runIndex = low
+                offset = position - _offsets[low]
+            }
+            return _change._element(run: runIndex, offset: offset, position: position)
+        }
+    }
+
+    /// The element at `offset` within run `runIndex`, which is element number `position` of the
+    /// change. Removal runs come first in canonical order, so a removal's position is also its
+    /// ordinal among the removed values.
+    @inlinable
+    internal func _element(run runIndex: Int, offset: Int, position: Int) -> ChangedElement {
+        let run = _runs[runIndex]
+        switch run.op {
+        case .remove:
+            let old = run.start + offset
+            return ChangedElement(element: _removed.value(oldIndex: old, ordinal: position),
+                                  oldIndex: old, newIndex: nil)
+        case .insert:
+            return ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
+                                  oldIndex: nil, newIndex: run.start + offset)
+        case .move:
+            return ChangedElement(element: _snapshot.unsafelyUnwrapped[run.to + offset],
+                                  oldIndex: run.start + offset, newIndex: run.to + offset)
+        case .modify:
+            let new = run.start + offset
+            return ChangedElement(element: _snapshot.unsafelyUnwrapped[new], oldIndex: oldIndex(ofNewIndex: new),
+                                  newIndex: new)
+        }
     }
 
     /// The old index of the element now at `newIndex`, for an element that was neither inserted
     /// nor moved (its index shifted only by removals and insertions before it).
-    private func oldIndex(ofNewIndex newIndex: Int) -> Int {
+    @usableFromInline
+    internal func oldIndex(ofNewIndex newIndex: Int) -> Int {
         if kind == .elementChanged { return newIndex }
         // Walk the structural runs: new = old - removedBefore + insertedBefore.
         var gone = IndexRanges(), came = IndexRanges()
@@ -233,6 +282,7 @@ public struct ArrayChange<Element> {
 extension ArrayChange.ChangedElement: Equatable where Element: Equatable {}
 extension ArrayChange: @unchecked Sendable where Element: Sendable {}
 extension ArrayChange.ChangedElement: @unchecked Sendable where Element: Sendable {}
+extension ArrayChange.Elements: @unchecked Sendable where Element: Sendable {}
 
 extension ArrayChange: CustomStringConvertible {
     public var description: String {
@@ -251,6 +301,7 @@ extension ArrayChange: CustomStringConvertible {
 }
 
 /// Where a change finds the elements it removed.
+@usableFromInline
 internal enum _RemovedValues<Element> {
     case none
     /// The removed elements in ascending old-index order.
@@ -258,6 +309,7 @@ internal enum _RemovedValues<Element> {
     /// The array's whole old storage, read by old index (used when everything was removed).
     case storage(_RingBuffer<Element>)
 
+    @inlinable
     func value(oldIndex: Int, ordinal: Int) -> Element {
         switch self {
         case .none: preconditionFailure("ArrayChange: no removed elements were recorded")
@@ -290,5 +342,40 @@ internal struct IndexRanges {
             if r.start <= index { index += r.length } else { break }
         }
         return index
+    }
+}
+
+/// The storage of an ``ArrayChange``.
+@usableFromInline
+internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
+    @usableFromInline let kind: ArrayChange<Element>.Kind
+    @usableFromInline let runs: [_ArrayRun]
+    @usableFromInline let removed: _RemovedValues<Element>
+    @usableFromInline let snapshot: _RingBuffer<Element>?
+    @usableFromInline let oldCount: Int
+    @usableFromInline let newCount: Int
+    @usableFromInline let isInitial: Bool
+    @usableFromInline let elementKeyPath: AnyKeyPath?
+    @usableFromInline let elementOldValue: Any?
+    @usableFromInline let elementNewValue: Any?
+    @usableFromInline let oldArray: ObservableArray<Element>?
+    @usableFromInline let newArray: ObservableArray<Element>?
+
+    init(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
+         snapshot: _RingBuffer<Element>?, oldCount: Int, newCount: Int, isInitial: Bool, elementKeyPath: AnyKeyPath?,
+         elementOldValue: Any?, elementNewValue: Any?, oldArray: ObservableArray<Element>?,
+         newArray: ObservableArray<Element>?) {
+        self.kind = kind
+        self.runs = runs
+        self.removed = removed
+        self.snapshot = snapshot
+        self.oldCount = oldCount
+        self.newCount = newCount
+        self.isInitial = isInitial
+        self.elementKeyPath = elementKeyPath
+        self.elementOldValue = elementOldValue
+        self.elementNewValue = elementNewValue
+        self.oldArray = oldArray
+        self.newArray = newArray
     }
 }

@@ -3,21 +3,34 @@ import Dispatch
 // Observing an array: its mutations, its elements' properties, and (through the owner's
 // property) the array being replaced by another.
 
+/// The non-generic part of an array registration (read on the element-change path without
+/// touching generic metadata).
+internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
+    /// Element key ids this registration wants element changes for (few: scanned linearly).
+    final let elementKeyIDs: [UInt32]
+
+    init(array: AnyObject, registrar: KeyValueRegistrar, keyPath: AnyKeyPath, observer: AnyObject?,
+         context: ObservationContext, options: ObservationOptions, delivery: ObservationDelivery,
+         elementKeyIDs: [UInt32]) {
+        self.elementKeyIDs = elementKeyIDs
+        super.init(registrar: registrar, object: array, keyPath: keyPath, context: context, observer: observer,
+                   options: options, delivery: delivery)
+    }
+}
+
 /// A registration on an array. Registered once per observer in the registry, under the array's
 /// mutation key — never once per element.
-internal final class _ArrayRegistration<Element>: _AnyRegistration, @unchecked Sendable {
+internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unchecked Sendable {
     /// (array, observer or nil, change).
     let handler: (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void
-    /// Element key ids this registration wants element changes for.
-    let elementKeyIDs: Set<UInt32>
 
     init(array: ObservableArray<Element>, observer: AnyObject?, context: ObservationContext,
-         options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: Set<UInt32>,
+         options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: [UInt32],
          handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void) {
         self.handler = handler
-        self.elementKeyIDs = elementKeyIDs
-        super.init(registrar: array.kvoRegistrar, object: array, keyPath: \ObservableArray<Element>.self,
-                   context: context, observer: observer, options: options, delivery: delivery)
+        super.init(array: array, registrar: array.kvoRegistrar, keyPath: \ObservableArray<Element>.self,
+                   observer: observer, context: context, options: options, delivery: delivery,
+                   elementKeyIDs: elementKeyIDs)
     }
 
     func deliver(_ array: ObservableArray<Element>, _ change: ArrayChange<Element>) {
@@ -58,9 +71,9 @@ internal struct _PendingArrayNotification<Element> {
         guard array.kvoRegistrar._enterDelivery(keyID: array._mutationKeyID) else { return }
         defer { _ThreadDepth.leave() }
         for entry in registrations {
-            let registration = unsafeDowncast(entry, to: _ArrayRegistration<Element>.self)
-            if let elementKeyID, !registration.elementKeyIDs.contains(elementKeyID) { continue }
-            registration.deliver(array, change)
+            if let elementKeyID,
+               !unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(elementKeyID) { continue }
+            unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(array, change)
         }
     }
 }
@@ -75,11 +88,15 @@ extension ObservableArray {
                                         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
     -> _ArrayRegistration<Element>? {
         precondition(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
-        let keyIDs = Set(elementKeyPaths.map { _KeyTable.shared.id(for: $0) })
+        var keyIDs: [UInt32] = []
+        for keyPath in elementKeyPaths {
+            let id = _KeyTable.shared.id(for: keyPath)
+            if !keyIDs.contains(id) { keyIDs.append(id) }
+        }
         let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: options,
                                               delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
-        if !keyIDs.isEmpty { startTracking?(keyIDs) }
+        if !keyIDs.isEmpty { startTracking?(Set(keyIDs)) }
         if options.contains(.initial) {
             let snapshot = _snapshot()
             registration.deliver(self, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
@@ -201,12 +218,13 @@ extension ObservableArray {
             _lock.unlock()
             return
         }
-        let wanted = registrations.contains { unsafeDowncast($0, to: _ArrayRegistration<Element>.self).elementKeyIDs.contains(keyID) }
-        if !wanted && !registrations.contains(where: { !unsafeDowncast($0, to: _ArrayRegistration<Element>.self).elementKeyIDs.isEmpty }) {
+        let wanted = registrations.contains { unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(keyID) }
+        if !wanted && !registrations.contains(where: { !unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.isEmpty }) {
             tracker.deactivate(_storage)
             _lock.unlock()
             return
         }
+        guard wanted else { _lock.unlock(); return }
         var runs: [_ArrayRun] = []
         for index in indices {
             if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
@@ -216,7 +234,7 @@ extension ObservableArray {
         let wantsNew = registrations.contains { $0.options.contains(.new) }
         let change = ArrayChange(kind: .elementChanged, runs: runs, removed: .none, snapshot: _storage,
                                  oldCount: _storage.count, newCount: _storage.count,
-                                 elementKeyPath: _KeyTable.shared.keyPath(for: keyID),
+                                 elementKeyPath: tracker.keyPath(for: keyID),
                                  elementOldValue: wantsOld ? oldValue : nil, elementNewValue: wantsNew ? newValue : nil)
         _lock.unlock()
         _PendingArrayNotification(array: self, registrations: registrations, change: change, elementKeyID: keyID).deliver()

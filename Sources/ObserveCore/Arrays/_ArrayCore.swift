@@ -3,6 +3,7 @@
 /// array picks one by its registrar's ``ObservationBackend``.
 
 /// The kind of one run of an array change (raw values match `cobs_run_op`).
+@usableFromInline
 internal enum _RunOp: UInt32, Sendable {
     case remove = 1
     case insert = 2
@@ -12,11 +13,12 @@ internal enum _RunOp: UInt32, Sendable {
 
 /// One run of an array change, as in `cobs_run` (see `include/cobs_changes.h` for the meaning
 /// of each field and the canonical order).
+@usableFromInline
 internal struct _ArrayRun: Equatable, Sendable {
-    var op: _RunOp
-    var start: Int
-    var length: Int
-    var to: Int
+    @usableFromInline var op: _RunOp
+    @usableFromInline var start: Int
+    @usableFromInline var length: Int
+    @usableFromInline var to: Int
 
     init(_ op: _RunOp, start: Int, length: Int, to: Int = 0) {
         self.op = op

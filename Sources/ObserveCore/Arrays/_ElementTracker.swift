@@ -24,8 +24,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     /// The array, weakly: an element change racing with the array's deinit finds nil here.
     weak var array: ObservableArray<Element>?
     private let _index: any _PositionIndexing
-    /// Element key ids currently tracked, and their member bits.
-    @exclusivity(unchecked) private(set) var keyIDs: Set<UInt32> = []
+    /// Member bits of the tracked element keys (see `keys` in the base class).
     @exclusivity(unchecked) private var _memberBits: UInt64 = 0
     @exclusivity(unchecked) private var _active = true
     @exclusivity(unchecked) private var _slots: [UInt32] = []
@@ -35,7 +34,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         self.array = array
         self._index = array.kvoRegistrar.backend.makePositionIndex(capacityHint: ring.count)
         super.init()
-        self.keyIDs = keyIDs
+        self.keys = keyIDs.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
         self._memberBits = keyIDs.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         if ring.capacity > 0 {
             _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
@@ -48,9 +47,9 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     /// Adds element keys (the caller holds the array's lock).
     func add(keyIDs newKeys: Set<UInt32>, ring: _RingBuffer<Element>) {
-        let added = newKeys.subtracting(keyIDs)
+        let added = newKeys.filter { !tracks($0) }
         guard !added.isEmpty else { return }
-        keyIDs.formUnion(added)
+        keys += added.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
         let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         _memberBits |= bits
         for i in 0..<ring.count { ring[i].kvoRegistrar._addMemberBits(bits) }
@@ -88,13 +87,14 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         guard _active else { return }
         _active = false
         leaveAll(ring)
-        _ElementTrackers.shared.unregister(self, keyIDs: keyIDs)
+        _ElementTrackers.shared.unregister(self, keyIDs: keys.map(\.id))
     }
 
     /// The logical indices of `element` in the ring, ascending (the caller holds the lock).
     override func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] {
         guard ring.capacity > 0 else { return [] }
         _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
+        if _slots.count == 1 { return [(Int(_slots[0]) &- ring.head) & ring.mask] }
         return _slots.map { (Int($0) &- ring.head) & ring.mask }.sorted()
     }
 
@@ -108,7 +108,9 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     override func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
         guard let array else { return }
-        guard let element = element as? Element else { return }
+        // The key id fixes the element type: key ids are interned per key path, and a key path's
+        // root is the `Element` of the arrays that track it.
+        let element = unsafeDowncast(element, to: Element.self)
         array._elementDidChange(tracker: self, keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
     }
 }

@@ -12,27 +12,26 @@
 /// words. Nothing here takes an array lock while holding a shard lock.
 
 /// The process-wide directory: key id -> trackers whose arrays observe that element key.
+/// 32 buckets by `keyID % 32` (the same folding as the member bits), scanned linearly: a
+/// program observes few element keys, and hashing cost more than the whole scan.
 internal final class _ElementTrackers: @unchecked Sendable {
     static let shared = _ElementTrackers()
     private let _lock = _Lock()
-    @exclusivity(unchecked) private var _byKey: [UInt32: ContiguousArray<_ElementTrackerBase>] = [:]
+    @exclusivity(unchecked) private var _buckets = [ContiguousArray<_ElementTrackerBase>](repeating: [], count: 32)
 
     func register(_ tracker: _ElementTrackerBase, keyID: UInt32) {
-        _lock.withLock { _byKey[keyID, default: []].append(tracker) }
+        _lock.withLock { _buckets[Int(keyID & 31)].append(tracker) }
     }
 
     func unregister(_ tracker: _ElementTrackerBase, keyIDs: some Sequence<UInt32>) {
         _lock.withLock {
-            for keyID in keyIDs {
-                _byKey[keyID]?.removeAll { $0 === tracker }
-                if _byKey[keyID]?.isEmpty == true { _byKey[keyID] = nil }
-            }
+            for keyID in keyIDs { _buckets[Int(keyID & 31)].removeAll { $0 === tracker } }
         }
     }
 
     func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
-        guard let trackers = _lock.withLock({ _byKey[keyID] }) else { return }
-        for tracker in trackers {
+        let trackers = _lock.withLock { _buckets[Int(keyID & 31)] }
+        for tracker in trackers where tracker.tracks(keyID) {
             tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
         }
     }
@@ -40,6 +39,13 @@ internal final class _ElementTrackers: @unchecked Sendable {
 
 /// The non-generic face of a tracker, for the directory.
 internal class _ElementTrackerBase: @unchecked Sendable {
+    /// Element key ids tracked, with their key paths (few: scanned linearly). Written under the
+    /// array's lock before the tracker is registered for a key, read by the directory after.
+    @exclusivity(unchecked) final var keys: [(id: UInt32, keyPath: AnyKeyPath)] = []
+
+    final func tracks(_ keyID: UInt32) -> Bool { keys.contains { $0.id == keyID } }
+
+    final func keyPath(for keyID: UInt32) -> AnyKeyPath? { keys.first { $0.id == keyID }?.keyPath }
+
     func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {}
 }
-

@@ -13,10 +13,12 @@
 /// `(head + i) & mask` for `i < count` are initialised.
 @usableFromInline
 internal final class _RingBuffer<Element>: @unchecked Sendable {
-    private(set) var base: UnsafeMutablePointer<Element>
-    private(set) var capacity: Int
-    var head: Int = 0
-    var count: Int = 0
+    // Mutated only under the owning array's lock, on a uniquely referenced buffer (shared
+    // snapshots are read-only), so dynamic exclusivity checks only cost time.
+    @usableFromInline @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<Element>
+    @usableFromInline @exclusivity(unchecked) private(set) var capacity: Int
+    @usableFromInline @exclusivity(unchecked) var head: Int = 0
+    @usableFromInline @exclusivity(unchecked) var count: Int = 0
 
     init(capacity requested: Int = 0) {
         let capacity = requested == 0 ? 0 : max(4, Self._roundUp(requested))
@@ -36,9 +38,9 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         return c
     }
 
-    @inline(__always) var mask: Int { capacity - 1 }
-    @inline(__always) func slot(_ index: Int) -> Int { (head &+ index) & (capacity &- 1) }
-    @inline(__always) subscript(index: Int) -> Element {
+    @inlinable @inline(__always) var mask: Int { capacity - 1 }
+    @inlinable @inline(__always) func slot(_ index: Int) -> Int { (head &+ index) & (capacity &- 1) }
+    @inlinable @inline(__always) subscript(index: Int) -> Element {
         get { base[slot(index)] }
         set { base[slot(index)] = newValue }
     }
