@@ -42,5 +42,6 @@ public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
         self._id = _KeyTable.shared.id(for: keyPath)
         self._bit = _KeyTable.bit(for: self._id)
         self._memberBit = _KeyTable.memberBit(for: self._id)
+        _KeyCatalog.shared.declare(keyPath, id: _id)   // for key path chains (Chains/_KeyCatalog.swift)
     }
 }

@@ -17,7 +17,7 @@ import Synchronization
 internal class _AnyRegistration: @unchecked Sendable {
     @usableFromInline let options: ObservationOptions
     let objectAddress: UInt
-    let keyID: UInt32
+    @usableFromInline let keyID: UInt32
     let context: UInt
     /// Identity of the observer, 0 for token registrations (`observe`).
     @usableFromInline let observerAddress: UInt

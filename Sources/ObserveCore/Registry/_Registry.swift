@@ -85,22 +85,24 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Removes one registration; a no-op if it is already gone.
     func remove(_ registration: _AnyRegistration) {
-        _withShard(for: registration.objectAddress) { shard in
-            guard !registration.isCancelled else { return }
+        let emptied: Bool = _withShard(for: registration.objectAddress) { shard in
+            guard !registration.isCancelled else { return false }
             let emptied = shard.removeFromGroup(registration)
             liveCount.subtract(1, ordering: .relaxed)
             // The masks change only when a key lost its last group or a .prior registration left.
             if emptied || registration.options.contains(.prior) {
                 shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
             }
+            return emptied
         }
+        if emptied { _registrationsDidEmpty(object: registration.objectAddress, keyID: registration.keyID) }
     }
 
     /// Removes the registrations on `object` that match every non-nil filter; returns how many.
     @discardableResult
     func remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
                 where matches: (_AnyRegistration) -> Bool) -> Int {
-        _withShard(for: object) { shard in
+        let removed: Int = _withShard(for: object) { shard in
             var removed = 0
             for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
                 shard.removeFromGroup(registration)
@@ -112,12 +114,15 @@ internal final class _Registry: @unchecked Sendable {
             }
             return removed
         }
+        if removed > 0 { _registrationsDidEmpty(object: object, keyID: keyID) }   // Chains/_RegistryHooks.swift
+        return removed
     }
 
     /// Removes every registration on `object` (the object is going away).
     func removeObject(_ object: UInt) {
         let removed = _withShard(for: object) { shard in shard.removeObject(object) }
         if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
+        _objectDidDie(object)   // derived-key drivers, combined bindings (Chains/_RegistryHooks.swift)
     }
 
     // MARK: Notifying

@@ -1,0 +1,155 @@
+/// Announces a key path chain (`\Person.address?.city`) on its root object.
+///
+/// The chain is resolved into hops (`Person.address`, `Address.city`). Level 0 is the root;
+/// level `j + 1` is the object that hop `j` leads to. The driver registers hop `j` on the object
+/// at level `j`, with the root as observer:
+///
+/// ```
+///   level 0: root ──address──▶ level 1: Address ──city──▶ (leaf value)
+///            reg(address)               reg(city)
+/// ```
+///
+/// - A change of the leaf on the current leaf object is announced as is (its old and new values,
+///   lifted to the chain's optional when a link is optional): one change per set.
+/// - A change of a link at level `j` re-wires levels `j + 1…` to the new objects, and announces
+///   the chain's value before (read through the *old* object, whose subtree is intact) and after,
+///   unless they are equal (`Equatable` values) or the link now leads to the same object.
+/// - A nil link leaves the levels after it unwired; the chain's value is then nil.
+/// - A notification from an object that is no longer wired at its level (a change racing with a
+///   re-wiring, or a registration made by an earlier full wiring) is ignored: each level records
+///   the identity of its object and each full wiring bumps a generation.
+internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriver, @unchecked Sendable {
+    private let _announcer: _DerivedAnnouncer<Root, Value>
+    private let _hops: [_AnyHop]
+    private let _equals: ((Value, Value) -> Bool)?
+    // Guarded by `lock`.
+    @exclusivity(unchecked) private var _objects: [ObjectIdentifier?]
+    @exclusivity(unchecked) private var _registrations: [_AnyRegistration?]
+    @exclusivity(unchecked) private var _generation = 0
+
+    init(announcer: _DerivedAnnouncer<Root, Value>, hops: [_AnyHop]) {
+        precondition(hops.count >= 2, "ObserveCore internal error: a chain needs two hops")
+        _announcer = announcer
+        _hops = hops
+        _equals = _equality(Value.self)
+        _objects = Array(repeating: nil, count: hops.count)
+        _registrations = Array(repeating: nil, count: hops.count)
+    }
+
+    override func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] {
+        _generation += 1
+        return _wireLocked(from: 0, object: root, root: root)
+    }
+
+    override func _unwireLocked() -> [_AnyRegistration] {
+        _generation += 1
+        let stale = _registrations.compactMap { $0 }
+        for level in _hops.indices {
+            _registrations[level] = nil
+            _objects[level] = nil
+        }
+        return stale
+    }
+
+    /// Wires levels `level…` starting with `object` (nil: a link before was nil); returns the
+    /// registrations it replaced, for the caller to remove after unlocking.
+    private func _wireLocked(from level: Int, object: AnyObject?, root: AnyObject) -> [_AnyRegistration] {
+        var stale: [_AnyRegistration] = []
+        var current = object
+        let generation = _generation
+        let last = _hops.count - 1
+        for index in level...last {
+            if let registration = _registrations[index] {
+                stale.append(registration)
+                _registrations[index] = nil
+            }
+            _objects[index] = current.map(ObjectIdentifier.init)
+            guard let target = current else { continue }
+            if index < last {
+                _registrations[index] = _hops[index].registerLink(
+                    on: target, observer: root, context: context, prior: wantsPrior
+                ) { [self] root, object, oldNext, isPrior in
+                    _linkDidChange(level: index, generation: generation, root: root, object: object,
+                                   oldNext: oldNext, isPrior: isPrior)
+                }
+                current = _hops[index].next(of: target)
+            } else {
+                _registrations[index] = _hops[index].registerLeaf(
+                    on: target, observer: root, context: context, prior: wantsPrior, as: Value.self
+                ) { [self] root, object, oldValue, newValue, isPrior in
+                    _leafDidChange(generation: generation, root: root, object: object, oldValue: oldValue,
+                                   newValue: newValue, isPrior: isPrior)
+                }
+            }
+        }
+        return stale
+    }
+
+    /// The chain's value read from `object` at `level` (nil object: nil value).
+    private func _evaluate(from level: Int, _ object: AnyObject?) -> Value {
+        var current = object
+        var index = level
+        while index < _hops.count - 1, let object = current {
+            current = _hops[index].next(of: object)
+            index += 1
+        }
+        if index < _hops.count - 1 { current = nil }
+        return _hops[_hops.count - 1].leafValue(of: current, as: Value.self)
+    }
+
+    @inline(__always)
+    private func _isWiredLocked(_ level: Int, _ generation: Int, _ object: AnyObject) -> Bool {
+        !isDetached && generation == _generation && _objects[level] == ObjectIdentifier(object)
+    }
+
+    private func _linkDidChange(level: Int, generation: Int, root: AnyObject, object: AnyObject,
+                                oldNext: AnyObject?, isPrior: Bool) {
+        let typedRoot = unsafeDowncast(root, to: Root.self)
+        if isPrior {
+            let wired = lock.withLock { _isWiredLocked(level, generation, object) }
+            if wired { _announcer.willSet(typedRoot, _evaluate(from: 0, root)) }
+            return
+        }
+        lock.lock()
+        guard _isWiredLocked(level, generation, object) else {
+            lock.unlock()
+            return
+        }
+        let newNext = _hops[level].next(of: object)
+        if newNext === oldNext {
+            lock.unlock()
+            return
+        }
+        let oldValue = _evaluate(from: level + 1, oldNext)
+        let stale = _wireLocked(from: level + 1, object: newNext, root: root)
+        let newValue = _evaluate(from: level + 1, newNext)
+        lock.unlock()
+        _remove(stale)
+        if let _equals, _equals(oldValue, newValue) { return }
+        _announcer.didSet(typedRoot, oldValue, newValue)
+    }
+
+    private func _leafDidChange(generation: Int, root: AnyObject, object: AnyObject, oldValue: Value, newValue: Value,
+                                isPrior: Bool) {
+        lock.lock()
+        let wired = _isWiredLocked(_hops.count - 1, generation, object)
+        lock.unlock()
+        guard wired else { return }
+        let typedRoot = unsafeDowncast(root, to: Root.self)
+        if isPrior {
+            _announcer.willSet(typedRoot, oldValue)
+        } else {
+            _announcer.didSet(typedRoot, oldValue, newValue)
+        }
+    }
+}
+
+/// `==` for `Value` when it is `Equatable` (decided once, so the returned function runs no
+/// dynamic cast), nil otherwise.
+internal func _equality<Value>(_: Value.Type) -> ((Value, Value) -> Bool)? {
+    guard let equatable = Value.self as? any Equatable.Type else { return nil }
+    func open<E: Equatable>(_: E.Type) -> (Value, Value) -> Bool {
+        { a, b in _identityCast(a, to: E.self) == _identityCast(b, to: E.self) }
+    }
+    return open(equatable)
+}

@@ -1,0 +1,195 @@
+/// One declared key seen as a possible link of a key path chain: the typed operations a chain
+/// driver needs on it, behind a non-generic face.
+///
+/// A hop is made once per declared key (by `_KeyCatalog.declare`), when the key's root class is
+/// ``KeyValueObservable``. A hop whose value is a ``KeyValueObservable`` class, or an optional
+/// one, is a *link*: a chain can continue through it. Every hop can be a chain's *leaf*.
+internal class _AnyHop: @unchecked Sendable {
+    let keyPath: AnyKeyPath
+    let keyID: UInt32
+    /// The class the value leads to, when the value is an observable object or an optional one.
+    let linkType: (any KeyValueObservable.Type)?
+    /// Whether the link's value is optional (`\.address?.city` rather than `\.home.city`).
+    let linkIsOptional: Bool
+    /// Whether the hop's value type is itself an `Optional`.
+    let valueIsOptional: Bool
+    /// `keyPath.debugDescription`, and the same without its `\Root` prefix (chain resolution
+    /// compares them; computed once, when the key is declared, so that concurrent resolutions
+    /// only read them).
+    let pathDescription: String
+    let tailDescription: String
+
+    init(keyPath: AnyKeyPath, keyID: UInt32, linkType: (any KeyValueObservable.Type)?, linkIsOptional: Bool,
+         valueIsOptional: Bool) {
+        self.keyPath = keyPath
+        self.keyID = keyID
+        self.linkType = linkType
+        self.linkIsOptional = linkIsOptional
+        self.valueIsOptional = valueIsOptional
+        let description = keyPath.debugDescription
+        self.pathDescription = description
+        self.tailDescription = String(description.dropFirst(_rootPrefix(of: type(of: keyPath).rootType).count))
+    }
+
+    /// For a link: the object its value leads to on `object`, nil when the optional value is nil.
+    func next(of object: AnyObject) -> AnyObject? { fatalError("abstract") }
+
+    /// Whether a chain ending in this hop can have value type `chainValue`: the hop's value type,
+    /// or its optional (a chain through an optional link).
+    func fits(chainValue: Any.Type) -> Bool { fatalError("abstract") }
+
+    /// For a link: registers `observer`'s interest in the link on `object`. The handler gets the
+    /// observer, the object, the object the link led to before the change (nil for a prior
+    /// notification or a nil value), and whether this is the prior notification.
+    func registerLink(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
+                      _ handler: @escaping (AnyObject, AnyObject, AnyObject?, Bool) -> Void) -> _AnyRegistration? {
+        fatalError("abstract")
+    }
+
+    /// As the leaf of a chain whose value type is `ChainValue` (this hop's value, or its optional):
+    /// registers for the hop's changes, delivered converted to `ChainValue` as (observer, object,
+    /// old value, new value, is prior); a prior notification repeats the old value as the new one.
+    func registerLeaf<ChainValue>(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
+                                  as: ChainValue.Type,
+                                  _ handler: @escaping (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void)
+    -> _AnyRegistration? {
+        fatalError("abstract")
+    }
+
+    /// As the leaf of a chain: the hop's value on `object` converted to `ChainValue`; nil (of the
+    /// optional `ChainValue`) when `object` is nil because a link before it was nil.
+    func leafValue<ChainValue>(of object: AnyObject?, as: ChainValue.Type) -> ChainValue { fatalError("abstract") }
+}
+
+internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unchecked Sendable {
+    let typedKeyPath: KeyPath<Object, Value>
+
+    init(_ keyPath: KeyPath<Object, Value>, keyID: UInt32) {
+        typedKeyPath = keyPath
+        var linkType: (any KeyValueObservable.Type)? = nil
+        var linkIsOptional = false
+        let optional = Value.self as? any _OptionalProtocol.Type
+        if let observable = Value.self as? any KeyValueObservable.Type {
+            linkType = observable
+        } else if let optional, let observable = optional._wrappedType as? any KeyValueObservable.Type {
+            linkType = observable
+            linkIsOptional = true
+        }
+        super.init(keyPath: keyPath, keyID: keyID, linkType: linkType, linkIsOptional: linkIsOptional,
+                   valueIsOptional: optional != nil)
+    }
+
+    @inline(__always)
+    private func _object(_ value: Value) -> AnyObject? {
+        if linkIsOptional { return (value as! any _OptionalProtocol)._wrappedObject }
+        return value as AnyObject
+    }
+
+    override func fits(chainValue: Any.Type) -> Bool {
+        chainValue == Value.self || chainValue == Optional<Value>.self
+    }
+
+    override func next(of object: AnyObject) -> AnyObject? {
+        _object(unsafeDowncast(object, to: Object.self)[keyPath: typedKeyPath])
+    }
+
+    override func registerLink(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
+                               _ handler: @escaping (AnyObject, AnyObject, AnyObject?, Bool) -> Void)
+    -> _AnyRegistration? {
+        let typed = unsafeDowncast(object, to: Object.self)
+        return typed._register(typedKeyPath, observer: observer, context: context,
+                               options: prior ? [.old, .prior] : [.old], delivery: .inline,
+                               tokenHandler: nil, observerHandler: { observer, object, change in
+                                   if change.isPrior {
+                                       handler(observer, object, nil, true)
+                                   } else {
+                                       handler(observer, object, self._object(change.oldValue!), false)
+                                   }
+                               })
+    }
+
+    /// Converts this hop's value into a chain value: the same type, or its optional.
+    private func _lift<ChainValue>(_: ChainValue.Type) -> (Value) -> ChainValue {
+        if Value.self == ChainValue.self {
+            return { value in _identityCast(value, to: ChainValue.self) }
+        }
+        precondition(Optional<Value>.self == ChainValue.self,
+                     "ObserveCore internal error: chain value \(ChainValue.self) does not fit leaf \(Value.self)")
+        return { value in _identityCast(Optional<Value>.some(value), to: ChainValue.self) }
+    }
+
+    override func registerLeaf<ChainValue>(on object: AnyObject, observer: AnyObject, context: ObservationContext,
+                                           prior: Bool, as: ChainValue.Type,
+                                           _ handler: @escaping (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void)
+    -> _AnyRegistration? {
+        let typed = unsafeDowncast(object, to: Object.self)
+        let options: ObservationOptions = prior ? [.old, .new, .prior] : [.old, .new]
+        if Value.self == ChainValue.self {
+            return typed._register(typedKeyPath, observer: observer, context: context, options: options, delivery: .inline,
+                                   tokenHandler: nil, observerHandler: { observer, object, change in
+                                       let oldValue = _identityCast(change.oldValue.unsafelyUnwrapped, to: ChainValue.self)
+                                       handler(observer, object, oldValue,
+                                               change.isPrior ? oldValue : _identityCast(change.newValue.unsafelyUnwrapped,
+                                                                                         to: ChainValue.self),
+                                               change.isPrior)
+                                   })
+        }
+        let lift = _lift(ChainValue.self)
+        return typed._register(typedKeyPath, observer: observer, context: context, options: options, delivery: .inline,
+                               tokenHandler: nil, observerHandler: { observer, object, change in
+                                   let oldValue = lift(change.oldValue.unsafelyUnwrapped)
+                                   handler(observer, object, oldValue,
+                                           change.isPrior ? oldValue : lift(change.newValue.unsafelyUnwrapped), change.isPrior)
+                               })
+    }
+
+    override func leafValue<ChainValue>(of object: AnyObject?, as: ChainValue.Type) -> ChainValue {
+        guard let object else { return _nilValue(ChainValue.self) }
+        return _lift(ChainValue.self)(unsafeDowncast(object, to: Object.self)[keyPath: typedKeyPath])
+    }
+}
+
+// MARK: - Helpers for generic optionals
+
+/// Lets generic code ask whether a type is an `Optional`, and make or unwrap one.
+internal protocol _OptionalProtocol {
+    static var _wrappedType: Any.Type { get }
+    static var _none: Self { get }
+    var _wrappedObject: AnyObject? { get }
+}
+
+extension Optional: _OptionalProtocol {
+    static var _wrappedType: Any.Type { Wrapped.self }
+    static var _none: Self { .none }
+    var _wrappedObject: AnyObject? {
+        switch self {
+        case .some(let wrapped): return wrapped as AnyObject
+        case .none: return nil
+        }
+    }
+}
+
+/// The nil of `Value`, which must be an `Optional` type (a chain through an optional link).
+internal func _nilValue<Value>(_: Value.Type) -> Value {
+    guard let optional = Value.self as? any _OptionalProtocol.Type else {
+        preconditionFailure("ObserveCore internal error: \(Value.self) is not optional but a link was nil")
+    }
+    return optional._none as! Value
+}
+
+/// `value` as `Target` when the two are the same type (checked by the caller): a copy through a
+/// rebound pointer, so no dynamic cast runs on the notification path.
+@inline(__always)
+internal func _identityCast<Source, Target>(_ value: Source, to: Target.Type) -> Target {
+    withUnsafePointer(to: value) { $0.withMemoryRebound(to: Target.self, capacity: 1) { $0.pointee } }
+}
+
+/// The `\Root` prefix of every key path description rooted at `type` (`\Outer.Inner`, `\G<Int>`).
+internal func _rootPrefix(of type: Any.Type) -> String {
+    func open<T>(_: T.Type) -> String {
+        let identity: AnyKeyPath = \T.self
+        let text = identity.debugDescription
+        return text.hasSuffix(".self") ? String(text.dropLast(5)) : text
+    }
+    return _openExistential(type, do: open)
+}

@@ -1,0 +1,269 @@
+import Synchronization
+
+/// What ObserveCore knows about each interned key path: whether a setter announces it (a
+/// declared key), whether ObserveCore derives it (a chain or a dependent key), and, per root
+/// class, the declared keys a chain can be made of.
+///
+/// Why a catalog. A registration names a key path; `\Person.address?.city` is announced by no
+/// setter, so ObserveCore must see that it is `Person.address` followed by `Address.city`. Swift
+/// cannot split a key path into components through public API, so the catalog works the other
+/// way round: every ``ObservableKey`` records itself here when it is created (one line in its
+/// initialiser), and a chain is *recognised* by composing declared keys until the composition
+/// is the registered key path:
+/// - links that are not optional compose with `appending(path:)`, and the result is compared
+///   with `==` (component by component: exact);
+/// - through an optional link Swift offers no generic way to build `\Root.address?.city`, so the
+///   composition is compared by description instead: a key path's `debugDescription` names each
+///   component by its stored field or by the address of its accessor, and marks optional
+///   chaining with `?`, so equal descriptions of paths built from declared keys mean the same
+///   components. Descriptions also prune the search (only keys whose description is a prefix of
+///   the target are extended), so resolution is linear in the chain's length.
+/// `static let` keys are created lazily, so a key that has not been read yet is invisible here;
+/// classes list their keys through ``ObservableKeyListing``, which the catalog reads once per
+/// class before resolving anything rooted at or passing through it.
+///
+/// Classification is cached per key id in a lock-free byte table, so registering a declared key
+/// costs one load here. A key path that is neither declared nor resolvable is `undetermined`
+/// (it might be a key whose `static let` was not created yet); every new declaration turns
+/// those back into `unknown`, so they are looked at again.
+@usableFromInline
+internal final class _KeyCatalog: @unchecked Sendable {
+    @usableFromInline static let shared = _KeyCatalog()
+
+    @usableFromInline
+    enum Kind: UInt8 {
+        /// Never classified.
+        case unknown = 0
+        /// Announced by a setter (a declared key).
+        case plain = 1
+        /// Announced by ObserveCore: a key path chain or a dependent key (see `plan(for:)`).
+        case derived = 2
+        /// Neither declared nor resolvable so far.
+        case undetermined = 3
+    }
+
+    @usableFromInline static var _fastCount: Int { 1 << 13 }
+    private static let _maximumChainLength = 16
+    private static let _maximumCandidates = 20_000
+    @usableFromInline let _fast: UnsafeMutablePointer<Atomic<UInt8>>
+    private let _lock = _Lock()
+    @exclusivity(unchecked) private var _slowKinds: [UInt32: Kind] = [:]
+    @exclusivity(unchecked) private var _hopsByRoot: [ObjectIdentifier: [_AnyHop]] = [:]
+    @exclusivity(unchecked) private var _recorded: Set<UInt32> = []
+    @exclusivity(unchecked) private var _listed: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) private var _plans: [UInt32: _DerivedPlan] = [:]
+    @exclusivity(unchecked) private var _undetermined: [UInt32] = []
+
+    private init() {
+        _fast = .allocate(capacity: Self._fastCount)
+        for i in 0..<Self._fastCount { (_fast + i).initialize(to: Atomic<UInt8>(0)) }
+    }
+
+    // MARK: Kinds
+
+    /// The kind of key `id`; one acquire load for ids below 8192.
+    @inlinable @inline(__always)
+    func kind(_ id: UInt32) -> Kind {
+        if _fastPath(Int(id) < Self._fastCount) {
+            return Kind(rawValue: _fast[Int(id)].load(ordering: .acquiring)).unsafelyUnwrapped
+        }
+        return _slowKind(id)
+    }
+
+    @usableFromInline @inline(never)
+    func _slowKind(_ id: UInt32) -> Kind {
+        _lock.withLock { _slowKinds[id] ?? .unknown }
+    }
+
+    /// Under the lock.
+    private func _kindLocked(_ id: UInt32) -> Kind {
+        if Int(id) < Self._fastCount { return Kind(rawValue: _fast[Int(id)].load(ordering: .relaxed))! }
+        return _slowKinds[id] ?? .unknown
+    }
+
+    /// Under the lock.
+    private func _setKindLocked(_ id: UInt32, _ kind: Kind) {
+        if Int(id) < Self._fastCount {
+            _fast[Int(id)].store(kind.rawValue, ordering: .releasing)
+        } else {
+            _slowKinds[id] = kind
+        }
+    }
+
+    /// Under the lock: a new declaration may complete a chain that failed before.
+    private func _forgetUndeterminedLocked() {
+        for id in _undetermined where _kindLocked(id) == .undetermined { _setKindLocked(id, .unknown) }
+        _undetermined.removeAll()
+    }
+
+    // MARK: Declarations
+
+    /// Records a declared key (called by ``ObservableKey/init(_:)``). Cheap when the key is known.
+    func declare<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32) {
+        let current = kind(id)
+        if current == .plain || current == .derived { return }
+        let hop = Self._makeHop(keyPath, id: id)
+        _lock.lock()
+        defer { _lock.unlock() }
+        if _recorded.insert(id).inserted, let hop {
+            _hopsByRoot[ObjectIdentifier(Root.self), default: []].append(hop)
+        }
+        if _kindLocked(id) != .derived { _setKindLocked(id, .plain) }
+        _forgetUndeterminedLocked()
+    }
+
+    /// Marks `id` as a dependent key with `plan` (called by ``ObservableKey/init(_:dependsOn:)``).
+    func declareDerived(_ id: UInt32, plan: _DerivedPlan) {
+        _lock.lock()
+        defer { _lock.unlock() }
+        _plans[id] = plan
+        _setKindLocked(id, .derived)
+        _forgetUndeterminedLocked()
+    }
+
+    func plan(for id: UInt32) -> _DerivedPlan? {
+        _lock.withLock { _plans[id] }
+    }
+
+    private static func _makeHop<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32) -> _AnyHop? {
+        guard let observable = Root.self as? any KeyValueObservable.Type else { return nil }
+        func open<Object: KeyValueObservable>(_: Object.Type) -> _AnyHop {
+            _TypedHop<Object, Value>(keyPath as! KeyPath<Object, Value>, keyID: id)
+        }
+        return open(observable)
+    }
+
+    /// Reads `type`'s ``ObservableKeyListing/observableKeys`` once, which creates (and so
+    /// declares) every key it lists.
+    func ensureListed(_ type: Any.Type) {
+        guard let listing = type as? any ObservableKeyListing.Type else { return }
+        let identity = ObjectIdentifier(type)
+        if _lock.withLock({ _listed.contains(identity) }) { return }
+        _ = listing.observableKeys          // outside the lock: creating a key declares it
+        _lock.withLock { _ = _listed.insert(identity) }
+    }
+
+    private func _hops(rootedAt type: Any.Type) -> [_AnyHop] {
+        _lock.withLock { _hopsByRoot[ObjectIdentifier(type)] ?? [] }
+    }
+
+    // MARK: Classification
+
+    /// Classifies a registered key path that is not known yet: a declared key (once its class's
+    /// listing was read), a chain of declared keys (its plan is stored), or undetermined. A key
+    /// path of several components that no chain spells stops with a precondition failure.
+    func classify<Root: KeyValueObservable, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32) -> Kind {
+        ensureListed(Root.self)
+        let current = kind(id)
+        if current != .unknown { return current }
+        if let hops = _resolveChain(keyPath, id: id, root: Root.self, value: Value.self) {
+            let plan = _DerivedPlan { announcer in
+                _ChainDriver<Root, Value>(announcer: unsafeDowncast(announcer, to: _DerivedAnnouncer<Root, Value>.self),
+                                          hops: hops)
+            }
+            _lock.withLock {
+                if _kindLocked(id) != .plain {
+                    _plans[id] = plan
+                    _setKindLocked(id, .derived)
+                }
+            }
+            return kind(id)
+        }
+        if Self._componentCount(keyPath, rootedAt: Root.self) >= 2 {
+            preconditionFailure(Self._unresolvedMessage(keyPath, Root.self))
+        }
+        return _lock.withLock {
+            if _kindLocked(id) == .unknown {
+                _setKindLocked(id, .undetermined)
+                _undetermined.append(id)
+            }
+            return _kindLocked(id)
+        }
+    }
+
+    /// A search through compositions of declared keys, breadth first, extending only those whose
+    /// description is a prefix of the target's (see the type's comment).
+    private func _resolveChain(_ target: AnyKeyPath, id: UInt32, root: Any.Type, value: Any.Type) -> [_AnyHop]? {
+        typealias Node = _ChainSearchNode
+        let targetDescription = target.debugDescription
+        var frontier: [Node] = []
+        for hop in _hops(rootedAt: root) where hop.keyID != id {
+            guard let linkType = hop.linkType else { continue }
+            let description = hop.pathDescription + (hop.linkIsOptional ? "?" : "")
+            guard targetDescription.hasPrefix(description + ".") else { continue }
+            frontier.append(Node(hops: [hop], description: description,
+                                 composed: hop.linkIsOptional ? nil : hop.keyPath, next: linkType))
+        }
+        var candidates = 0
+        for _ in 1..<Self._maximumChainLength where !frontier.isEmpty {
+            var nextFrontier: [Node] = []
+            for node in frontier {
+                ensureListed(node.next)
+                for hop in _hops(rootedAt: node.next) {
+                    candidates += 1
+                    if candidates > Self._maximumCandidates { return nil }
+                    let description = node.description + hop.tailDescription
+                    let composed = node.composed.flatMap { $0.appending(path: hop.keyPath) }
+                    if let composed {
+                        if composed == target { return node.hops + [hop] }
+                    } else if description + (hop.valueIsOptional ? "" : "?") == targetDescription,
+                              hop.fits(chainValue: value) {
+                        return node.hops + [hop]
+                    }
+                    guard let linkType = hop.linkType else { continue }
+                    let extended = description + (hop.linkIsOptional ? "?" : "")
+                    guard targetDescription.hasPrefix(extended + ".") else { continue }
+                    nextFrontier.append(Node(hops: node.hops + [hop], description: extended,
+                                             composed: hop.linkIsOptional ? nil : composed, next: linkType))
+                }
+            }
+            frontier = nextFrontier
+        }
+        return nil
+    }
+
+    /// How many components `keyPath` has, counted on its description (dots outside brackets).
+    private static func _componentCount(_ keyPath: AnyKeyPath, rootedAt root: Any.Type) -> Int {
+        let description = keyPath.debugDescription
+        let prefix = _rootPrefix(of: root)
+        guard description.hasPrefix(prefix) else { return 1 }
+        var depth = 0, dots = 0
+        var previous: Character = " "
+        for character in description.dropFirst(prefix.count) {
+            switch character {
+            case "<", "(", "[": depth += 1
+            case ">" where previous != "-": depth -= 1
+            case ")", "]": depth -= 1
+            case "." where depth == 0: dots += 1
+            default: break
+            }
+            previous = character
+        }
+        return dots
+    }
+
+    private static func _unresolvedMessage(_ keyPath: AnyKeyPath, _ root: Any.Type) -> String {
+        "ObserveCore: cannot observe \(keyPath.debugDescription): it is not a declared ObservableKey of \(root), and "
+            + "no chain of declared keys spells it. In a key path chain every link must be a KeyValueObservable "
+            + "object (or an optional one) and every property along it must have an ObservableKey, rooted at "
+            + "the class that declares the property; the keys must exist before the chain is first observed: "
+            + "conform \(root) and every class the chain passes through to ObservableKeyListing and list their "
+            + "keys in `observableKeys`. Force-unwrapped links (`!.`) are not supported: write `?.`."
+    }
+}
+
+/// A composition of declared keys that may grow into a registered chain (see `_resolveChain`).
+private struct _ChainSearchNode {
+    var hops: [_AnyHop]
+    var description: String
+    /// The composed key path, while every link so far is non-optional; nil after an optional one.
+    var composed: AnyKeyPath?
+    var next: any KeyValueObservable.Type
+}
+
+/// How to make the driver of one derived key (a chain or a dependent key) for one object.
+internal final class _DerivedPlan: @unchecked Sendable {
+    /// Takes the key's `_DerivedAnnouncer<Root, Value>`.
+    let makeDriver: (AnyObject) -> _DerivedDriver
+    init(_ makeDriver: @escaping (AnyObject) -> _DerivedDriver) { self.makeDriver = makeDriver }
+}

@@ -1,0 +1,113 @@
+import Dispatch
+import ObserveCore
+import Testing
+
+/// Chains, dependent keys and bindings driven from several threads at once, on thread-safe
+/// models. Run under ThreadSanitizer by .ci/run (the filter matches "Concurrency").
+@Suite("Derived keys and bindings across threads", .serialized)
+struct DerivedKeysConcurrencyTests {
+    @Test("a chain re-wires while other threads set links and leaves and come and go", arguments: ObservationBackend.allCases)
+    func chainUnderConcurrentChanges(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let root = LockedNode(backend, name: "root")
+        let nodes = (0..<4).map { LockedNode(backend, name: "n\($0)") }
+        let last = Log<String?>()
+        let anchor = root.observe(\.next?.name) { _, change in last.append(change.newValue!) }
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<400 {
+                switch t {
+                case 0, 1: root.next = nodes[(i + t) % nodes.count]
+                case 2: nodes[i % nodes.count].name = "n\(i % nodes.count) #\(i)"
+                default:
+                    let token = root.observe(\.next?.name) { _, _ in }
+                    if i.isMultiple(of: 3) { root.next = nil }
+                    token.cancel()
+                }
+            }
+        }
+        root.next = nodes[0]
+        nodes[0].name = "final"
+        #expect(last.events.last == "final", "the wiring follows the last link set")
+        anchor.cancel()
+        #expect(root.observationCount == 0)
+        #expect(nodes.allSatisfy { $0.observationCount == 0 })
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+        ObservationRuntime._checkInvariants()
+    }
+
+    @Test("a dependent key hears one change per set from every thread", arguments: ObservationBackend.allCases)
+    func dependentKeyUnderConcurrentSets(backend: ObservationBackend) {
+        let node = LockedNode(backend, name: "start", next: LockedNode(backend, name: "tail"))
+        let changes = AtomicCounter()
+        let token = node.observe(\.title) { _, _ in changes.increment() }
+        let threads = 4, sets = 500
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            for i in 0..<sets {
+                if t == 0 { node.next!.name = "tail \(i)" } else { node.name = "t\(t) \(i)" }
+            }
+        }
+        #expect(changes.value == threads * sets)
+        node.name = "end"
+        node.next!.name = "tail end"
+        var final = ""
+        let check = node.observe(\.title, options: [.initial, .new]) { _, change in final = change.newValue! }
+        #expect(final == "end/tail end")
+        token.cancel()
+        check.cancel()
+        #expect(node.observationCount == 0 && node.next!.observationCount == 0)
+    }
+
+    @Test("observers of derived keys come and go on many threads", arguments: ObservationBackend.allCases)
+    func derivedObserversComeAndGo(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let node = LockedNode(backend, name: "a", next: LockedNode(backend, name: "b"))
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<300 {
+                let title = node.observe(\.title) { _, _ in }
+                let chain = node.observe(\.next?.name) { _, _ in }
+                node.name = "\(t).\(i)"
+                if t == 0 { node.next = LockedNode(backend, name: "\(i)") }
+                if i.isMultiple(of: 2) { title.cancel() } else { chain.cancel() }
+            }
+        }
+        #expect(node.observationCount == 0)
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+        ObservationRuntime._checkInvariants()
+    }
+
+    @Test("bindings propagate sets from several threads, and are cut while they do", arguments: ObservationBackend.allCases)
+    func bindingsUnderConcurrentSets(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let source = LockedNode(backend), mirror = LockedNode(backend)
+        mirror.bind(\.value, to: source, \.value)
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<500 {
+                source.value = t * 1_000 + i
+                if t == 3 {
+                    let target = LockedNode(backend)
+                    let binding = target.bind(\.name, to: source.bindable(\.value).map { "\($0)" })
+                    if i.isMultiple(of: 2) { binding.cutOff() }
+                }
+            }
+        }
+        source.value = -1
+        #expect(mirror.value == -1)
+        #expect(ObservationRuntime.liveRegistrationCount == before + 1, "the mirror's binding is the only one left")
+        ObservationRuntime._checkInvariants()
+    }
+
+    @Test("streams are made and cancelled on many threads while the property changes", arguments: ObservationBackend.allCases)
+    func streamsComeAndGo(backend: ObservationBackend) async {
+        let before = ObservationRuntime.liveRegistrationCount
+        let node = LockedNode(backend)
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<300 {
+                let stream = node.changes(for: \.value, buffering: i.isMultiple(of: 2) ? .unbounded : .latest)
+                node.value = t * 1_000 + i
+                _ = stream
+            }
+        }
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+        ObservationRuntime._checkInvariants()
+    }
+}

@@ -1,0 +1,134 @@
+import ObserveCore
+import Testing
+
+@Suite("Dependent keys", .serialized)
+struct DependentKeyTests {
+    @Test("observers of a dependent key hear one change per set, with recomputed values", arguments: ObservationBackend.allCases)
+    func oneChangePerSet(backend: ObservationBackend) {
+        let ada = Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London"))
+        var changes: [String] = []
+        let token = ada.observe(\.fullName, options: [.old, .new]) { _, change in
+            changes.append("\(change.oldValue!) -> \(change.newValue!)")
+        }
+        ada.lastName = "Lovelace"
+        ada.firstName = "Augusta Ada"
+        ada.firstName = "Augusta Ada"            // a set to the same value is still a set
+        #expect(changes == ["Ada Byron -> Ada Lovelace", "Ada Lovelace -> Augusta Ada Lovelace",
+                            "Augusta Ada Lovelace -> Augusta Ada Lovelace"])
+        token.cancel()
+        ada.firstName = "A."
+        #expect(changes.count == 3)
+    }
+
+    @Test("skipEqualValues on a dependent key skips sets that do not change it", arguments: ObservationBackend.allCases)
+    func skipEqualValuesOnADependentKey(backend: ObservationBackend) {
+        let ada = Employee(backend, first: "Ada", last: "Lovelace", office: Office(backend, city: "London"))
+        var lengths: [Int?] = []
+        let token = ada.observe(\.fullNameLength, options: [.new, .skipEqualValues]) { _, change in lengths.append(change.newValue) }
+        ada.firstName = "Eva"                     // same length: skipped
+        ada.firstName = "Augusta"
+        #expect(lengths == [16])
+        token.cancel()
+    }
+
+    @Test("a dependency through a chain: replacing the link reports, the old object does not", arguments: ObservationBackend.allCases)
+    func dependencyThroughAChain(backend: ObservationBackend) {
+        let london = Office(backend, city: "London"), paris = Office(backend, city: "Paris")
+        let ada = Employee(backend, first: "Ada", last: "Lovelace", office: london)
+        var badges: [String] = []
+        let token = ada.observe(\.badge, options: [.new]) { _, change in badges.append(change.newValue!) }
+        london.city = "Londinium"
+        ada.office = paris
+        london.city = "ignored"
+        paris.city = "Lutetia"
+        ada.lastName = "King"                     // through fullName, itself dependent
+        #expect(badges == ["Ada Lovelace @ Londinium", "Ada Lovelace @ Paris", "Ada Lovelace @ Lutetia",
+                           "Ada King @ Lutetia"])
+        #expect(london.observationCount == 0)
+        token.cancel()
+        #expect(ada.observationCount == 0 && paris.observationCount == 0, "every internal registration went")
+    }
+
+    @Test("a dependent key through an optional chain", arguments: ObservationBackend.allCases)
+    func dependentThroughAnOptionalChain(backend: ObservationBackend) {
+        let office = Office(backend, city: "Paris")
+        var labels: [String] = []
+        let token = office.observe(\.label) { _, change in labels.append(change.newValue!) }
+        let tower = Building(backend, name: "Tower")
+        office.building = tower
+        tower.name = "Spire"
+        office.building = nil
+        office.city = "Lyon"
+        #expect(labels == ["Tower, Paris", "Spire, Paris", "?, Paris", "?, Lyon"])
+        token.cancel()
+    }
+
+    @Test("prior notifications of a dependent key carry the value before the change", arguments: ObservationBackend.allCases)
+    func priorOnADependentKey(backend: ObservationBackend) {
+        let ada = Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London"))
+        var events: [String] = []
+        let token = ada.observe(\.fullName, options: [.prior, .old, .new]) { _, change in
+            events.append(change.isPrior ? "prior \(change.oldValue!)" : "after \(change.newValue!)")
+        }
+        ada.lastName = "Lovelace"
+        #expect(events == ["prior Ada Byron", "after Ada Lovelace"])
+        token.cancel()
+    }
+
+    @Test("several observers share one set of internal registrations, gone with the last", arguments: ObservationBackend.allCases)
+    func observersShareInternalRegistrations(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let ada = Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London"))
+        var calls = 0
+        let tokens = (0..<5).map { _ in ada.observe(\.fullName) { _, _ in calls += 1 } }
+        #expect(ada.observationCount == 5 + 2, "five observers and one registration per dependency")
+        Employee.fullNameReads = 0
+        ada.firstName = "Augusta"
+        #expect(calls == 5)
+        #expect(Employee.fullNameReads == 1, "recomputed once per set, whatever the number of observers")
+        tokens.dropLast().forEach { $0.cancel() }
+        #expect(ada.observationCount == 1 + 2)
+        tokens.last!.cancel()
+        #expect(ada.observationCount == 0)
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+    }
+
+    @Test("removeAllObservers(for:) on a dependent key removes its internal registrations", arguments: ObservationBackend.allCases)
+    func removeAllObserversForADependentKey(backend: ObservationBackend) {
+        let ada = Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London"))
+        let watcher = Watcher()
+        ada.addObserver(watcher, for: \.fullName) { w, _, _ in w.count += 1 }
+        ada.addObserver(watcher, for: \.fullName, context: 2) { w, _, _ in w.count += 1 }
+        ada.removeAllObservers(for: \.fullName)
+        #expect(ada.observationCount == 0)
+        ada.firstName = "x"
+        #expect(watcher.count == 0)
+    }
+
+    @Test("a dependent key works as an async stream", arguments: ObservationBackend.allCases)
+    func dependentKeyAsAStream(backend: ObservationBackend) async {
+        let ada = Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London"))
+        var iterator = ada.changes(for: \.fullName, options: [.old, .new]).makeAsyncIterator()
+        ada.lastName = "Lovelace"
+        let change = await iterator.next()
+        #expect(change?.oldValue == "Ada Byron" && change?.newValue == "Ada Lovelace")
+    }
+
+    @Test("the object dying removes a dependent key's registrations", arguments: ObservationBackend.allCases)
+    func objectDyingRemovesEverything(backend: ObservationBackend) {
+        let before = ObservationRuntime.liveRegistrationCount
+        let tracker = LifetimeTracker()
+        let london = Office(backend, city: "London")
+        do {
+            let ada = tracker.track(Employee(backend, office: london))
+            let watcher = ObservableWatcher(backend)
+            ada.addObserver(watcher, for: \.badge) { _, _, _ in }
+            ada.addObserver(watcher, for: \.office.city) { _, _, _ in }
+            _ = ada.observe(\.fullName) { _, _ in }     // token released at once
+            #expect(london.observationCount == 1, "the badge's dependency and the direct observer share one chain")
+        }
+        #expect(tracker.survivors.isEmpty)
+        #expect(london.observationCount == 0)
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+    }
+}
