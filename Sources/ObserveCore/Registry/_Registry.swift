@@ -72,6 +72,7 @@ internal final class _Registry: @unchecked Sendable {
     private func _add(_ registration: _AnyRegistration, to shard: _Shard) -> Bool {
         let added = shard.add(registration)
         if added {
+            registration.registrar._invalidateCache()
             liveCount.add(1, ordering: .relaxed)
             let bit = _KeyTable.bit(for: registration.keyID)
             let registrar = registration.registrar
@@ -87,6 +88,7 @@ internal final class _Registry: @unchecked Sendable {
     func remove(_ registration: _AnyRegistration) {
         let emptied: Bool = _withShard(for: registration.objectAddress) { shard in
             guard !registration.isCancelled else { return false }
+            registration.registrar._invalidateCache()
             let emptied = shard.removeFromGroup(registration)
             liveCount.subtract(1, ordering: .relaxed)
             // The masks change only when a key lost its last group or a .prior registration left.
@@ -109,6 +111,7 @@ internal final class _Registry: @unchecked Sendable {
                 removed += 1
             }
             if removed > 0 {
+                registrar._invalidateCache()
                 liveCount.subtract(removed, ordering: .relaxed)
                 shard.refreshMasks(object: object, registrar: registrar)
             }
@@ -126,6 +129,11 @@ internal final class _Registry: @unchecked Sendable {
     }
 
     // MARK: Notifying
+
+    /// Runs `body` under `object`'s shard lock with a builder of the object's dispatch cache.
+    func withCacheFill<R>(object: UInt, _ body: (() -> _DispatchCache) -> R) -> R {
+        _withShard(for: object) { shard in body { shard.dispatchCache(object: object) } }
+    }
 
     /// The registrations to notify for a change of `keyID` on `object`, or nil when there are
     /// none. The returned array is a snapshot: handlers may add and remove registrations freely.

@@ -122,6 +122,20 @@ internal final class _Shard: @unchecked Sendable {
         registrar._priorMask.store(prior, ordering: .releasing)
     }
 
+    /// Every registration of `object`, grouped by key (contexts merged), for its dispatch cache.
+    func dispatchCache(object: UInt) -> _DispatchCache {
+        _table.entries(of: object, into: &_entryScratch)
+        var groups: [(keyID: UInt32, registrations: ContiguousArray<_AnyRegistration>)] = []
+        for entry in _entryScratch {
+            if let index = groups.firstIndex(where: { $0.keyID == entry.key }) {
+                groups[index].registrations.append(contentsOf: _groups[Int(entry.slot)])
+            } else {
+                groups.append((entry.key, _groups[Int(entry.slot)]))
+            }
+        }
+        return _DispatchCache(groups: groups)
+    }
+
     func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
         let slots = _lookup(object: object, keyID: keyID)
         switch slots.count {
