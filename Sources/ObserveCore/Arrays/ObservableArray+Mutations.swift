@@ -116,13 +116,10 @@ extension ObservableArray {
     /// nobody observes. Lock held.
     internal func _pending(_ kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
                            oldCount: Int) -> _PendingArrayNotification<Element>? {
-        guard !runs.isEmpty,
-              let registrations = kvoRegistrar._registry.collect(object: UInt(bitPattern: ObjectIdentifier(self)),
-                                                                 keyID: _mutationKeyID)
-        else { return nil }
+        guard !runs.isEmpty, let (cache, range) = _observers() else { return nil }
         let change = ArrayChange(kind: kind, runs: runs, removed: removed, snapshot: _storage,
                                  oldCount: oldCount, newCount: _storage.count)
-        return _PendingArrayNotification(array: self, registrations: registrations, change: change, elementKeyID: nil)
+        return _PendingArrayNotification(array: self, cache: cache, range: range, change: change, elementKeyID: nil)
     }
 
     /// Batch bookkeeping for a removal of `values` at current `index`.
@@ -238,26 +235,26 @@ extension ObservableArray {
     /// - Precondition: The array is not empty.
     @discardableResult
     public func removeLast() -> Element {
+        guard let last = popLast() else { preconditionFailure("ObservableArray.removeLast: the array is empty") }
+        return last
+    }
+
+    /// Removes and returns the last element, or nil when empty. Reports ``ArrayChange/Kind/removeLast``.
+    /// The emptiness check and the removal are one critical section: another thread emptying the
+    /// array in between makes this return nil, never trap (hardening: ThreadedRegressionTests).
+    @discardableResult
+    public func popLast() -> Element? {
         var result: Element?
         _mutate {
             let old = _storage.count
-            precondition(old > 0, "ObservableArray.removeLast: the array is empty")
+            guard old > 0 else { return nil }
             let removed = _removeElements((old - 1)..<old, capture: true)
             result = removed[0]
             if _batch != nil { _batchRemoved(at: old - 1, removed); return nil }
             guard _mustRecord else { return nil }
             return _pending(.removeLast, runs: [_ArrayRun(.remove, start: old - 1, length: 1)], removed: .values(removed), oldCount: old)
         }
-        return result!
-    }
-
-    /// Removes and returns the last element, or nil when empty. Reports ``ArrayChange/Kind/removeLast``.
-    @discardableResult
-    public func popLast() -> Element? {
-        _lock.lock()
-        let empty = _storage.count == 0
-        _lock.unlock()
-        return empty ? nil : removeLast()
+        return result
     }
 
     /// Removes the last `k` elements. Reports ``ArrayChange/Kind/removeLast``.

@@ -60,21 +60,44 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
 }
 
 /// A change collected under the array's lock, delivered after it is released.
+///
+/// It holds a read section on the array's dispatch cache (see `_DispatchCache`): the
+/// registrations in `range` stay alive, unretained, until `deliver()` ends the section. Every
+/// pending notification must be delivered exactly once.
 internal struct _PendingArrayNotification<Element> {
     let array: ObservableArray<Element>
-    let registrations: ContiguousArray<_AnyRegistration>
+    let cache: Unmanaged<_DispatchCache>
+    let range: Range<Int>
     let change: ArrayChange<Element>
     /// For element changes: only registrations that asked for this element key get it.
     let elementKeyID: UInt32?
 
     func deliver() {
+        defer { array.kvoRegistrar._leaveReadSection() }
         guard array.kvoRegistrar._enterDelivery(keyID: array._mutationKeyID) else { return }
         defer { _ThreadDepth.leave() }
-        for entry in registrations {
-            if let elementKeyID,
-               !unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(elementKeyID) { continue }
-            unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(array, change)
+        let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
+        for index in range {
+            registrations[index]._withUnsafeGuaranteedRef { entry in
+                if let elementKeyID,
+                   !unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(elementKeyID) { return }
+                unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(array, change)
+            }
         }
+    }
+}
+
+extension ObservableArray {
+    /// Enters a read section on this array's observers; nil (section left) when there are none.
+    /// Lock held.
+    internal func _observers() -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
+        let cache = kvoRegistrar._enterReadSection(object: UInt(bitPattern: ObjectIdentifier(self)))
+        let range = cache._withUnsafeGuaranteedRef { $0.range(of: _mutationKeyID) }
+        if range.isEmpty {
+            kvoRegistrar._leaveReadSection()
+            return nil
+        }
+        return (cache, range)
     }
 }
 
@@ -208,36 +231,45 @@ extension ObservableArray {
         _lock.lock()
         guard tracker === _tracker, tracker.isActive else { _lock.unlock(); return }
         let indices = tracker.indices(of: element, ring: _storage)
-        guard !indices.isEmpty,
-              let registrations = kvoRegistrar._registry.collect(object: UInt(bitPattern: ObjectIdentifier(self)),
-                                                                 keyID: _mutationKeyID)
-        else {
+        guard !indices.isEmpty, let (cache, range) = _observers() else {
             // Nobody observes any more: stop tracking (every element leaves) — the lazy end of
-            // element tracking once the last element-key observer is gone.
-            if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { tracker.deactivate(_storage) }
+            // element tracking once the last element-key observer is gone. The stopped tracker
+            // is uninstalled too: left in place, it would still be told of every insertion and
+            // removal (hardening: RegressionTests).
+            if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { tracker.deactivate(_storage); _tracker = nil }
             _lock.unlock()
             return
         }
-        let wanted = registrations.contains { unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(keyID) }
-        if !wanted && !registrations.contains(where: { !unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.isEmpty }) {
-            tracker.deactivate(_storage)
+        var wanted = false, anyElementKeys = false, wantsOld = false, wantsNew = false
+        let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
+        for index in range {
+            registrations[index]._withUnsafeGuaranteedRef { entry in
+                let keys = unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs
+                anyElementKeys = anyElementKeys || !keys.isEmpty
+                if keys.contains(keyID) {
+                    wanted = true
+                    wantsOld = wantsOld || entry.options.contains(.old)
+                    wantsNew = wantsNew || entry.options.contains(.new)
+                }
+            }
+        }
+        guard wanted else {
+            if !anyElementKeys { tracker.deactivate(_storage); _tracker = nil }
             _lock.unlock()
+            kvoRegistrar._leaveReadSection()
             return
         }
-        guard wanted else { _lock.unlock(); return }
         var runs: [_ArrayRun] = []
         for index in indices {
             if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
             else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
         }
-        let wantsOld = registrations.contains { $0.options.contains(.old) }
-        let wantsNew = registrations.contains { $0.options.contains(.new) }
         let change = ArrayChange(kind: .elementChanged, runs: runs, removed: .none, snapshot: _storage,
                                  oldCount: _storage.count, newCount: _storage.count,
                                  elementKeyPath: tracker.keyPath(for: keyID),
                                  elementOldValue: wantsOld ? oldValue : nil, elementNewValue: wantsNew ? newValue : nil)
         _lock.unlock()
-        _PendingArrayNotification(array: self, registrations: registrations, change: change, elementKeyID: keyID).deliver()
+        _PendingArrayNotification(array: self, cache: cache, range: range, change: change, elementKeyID: keyID).deliver()
     }
 }
 
