@@ -16,12 +16,23 @@ struct ObserveBench: ParsableCommand {
                            (object, property id) of closures
               observation  Swift's Observation: @Observable and
                            withObservationTracking re-armed in onChange
-              opencombine  OpenCombine's @Published and sink
+              opencombine  OpenCombine's @Published and sink (in
+                           array.element-change only when --impls names it)
               plain        a plain stored Int property set the same way
-                           (the floor for set.0)
+                           (the floor for set.0); in array scenarios, a
+                           plain Swift Array nobody observes
+              per-element-naive
+                           arrays: one naive registration per element (the
+                           seeds' approach), index from a Dictionary map
+                           maintained on every mutation
+              scan         array.element-change: one naive registration per
+                           element, index by firstIndex(where: ===)
+              diff         array.batch-100: the edits on a plain [Int] of
+                           ids, then after.difference(from: before)
 
             Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
-            register.remove, register.memory, threads.2-distinct):
+            register.remove, register.memory, threads.2-distinct, and the
+            five array scenarios at each --elements size):
               set.N               one property set with N inline observers
                                   (any N); each observer adds the new value
                                   to a counter
@@ -33,7 +44,19 @@ struct ObserveBench: ParsableCommand {
               threads.2-distinct  two threads each setting its own observed
                                   object vs one thread doing the same total
                                   work; speedup = throughput(2)/throughput(1)
-            The array scenarios (array.*) arrive with ObservableArray.
+              array.setup         observe an existing array of N elements with
+                                  one element key path: ns and heap bytes per
+                                  element (c/swift: also the position index's)
+              array.element-change
+                                  one element's property set; the observer
+                                  reads its index (ns per change)
+              array.insert-front  removeLast() + insert(it, at: 0), both
+                                  observed; N stays fixed (ns per pair)
+              array.append-10k    append(contentsOf:) 10,000 elements (ns per
+                                  appended element; one change, one run)
+              array.batch-100     100 seeded random edits delivered as one
+                                  coalesced change (ns per batch); vs diff
+            Array sizes N: --elements (default 1000,10000,100000).
 
             How it measures: every operation is one call through an
             @inline(never) function (plain too, so "c / plain" is a fair
@@ -49,6 +72,12 @@ struct ObserveBench: ParsableCommand {
             shows up as spread rather than as a bias against one impl; CPU
             used by other processes meanwhile is measured (/proc/stat) and
             reported.
+
+            Array scenarios sample for --array-measure-ms per cell per
+            repetition; an op that is a whole setup, append or batch is timed
+            one per batch (its untimed preparation — building the array to
+            observe, generating the edits — outside the clock), at least once
+            per repetition.
 
             A default run takes about a minute on 2 cores; --quick takes a few
             seconds (its figures mean nothing). Progress goes to stderr, the
@@ -88,6 +117,14 @@ struct ObserveBench: ParsableCommand {
                                             valueName: "list"))
     var observers: String = "0,1,10,100"
 
+    @Option(name: .long, help: ArgumentHelp("Array sizes N for the array scenarios (default 1000,10000,100000; "
+                                            + "--quick: 100,1000).", valueName: "list"))
+    var elements: String?
+
+    @Option(name: .customLong("array-measure-ms"),
+            help: "Milliseconds of timed batches per array cell per repetition (default 15; --quick: 3).")
+    var arrayMeasureMilliseconds: Double?
+
     @Option(name: .customLong("memory-items"),
             help: "Registrations per register.memory measurement (default 10000; --quick: 1000).")
     var memoryItems: Int?
@@ -113,6 +150,10 @@ struct ObserveBench: ParsableCommand {
         if let batch, batch < 1 { throw ValidationError("--batch must be at least 1") }
         if let iterations, iterations < 1 { throw ValidationError("--iterations must be at least 1") }
         if let memoryItems, memoryItems < 1 { throw ValidationError("--memory-items must be at least 1") }
+        if let arrayMeasureMilliseconds, arrayMeasureMilliseconds <= 0 {
+            throw ValidationError("--array-measure-ms must be positive")
+        }
+        _ = try elementCounts()
         _ = try selectedScenarios()
         _ = try selectedImpls()
     }
@@ -126,13 +167,32 @@ struct ObserveBench: ParsableCommand {
         }
     }
 
+    private func elementCounts() throws -> [Int] {
+        guard let elements else { return quick ? [100, 1_000] : [1_000, 10_000, 100_000] }
+        let counts = try elements.split(separator: ",").map {
+            guard let n = Int($0.trimmingCharacters(in: .whitespaces)), n >= 64, n <= 1 << 24 else {
+                throw ValidationError("--elements: '\($0)' is not an array size from 64 to 16,777,216")
+            }
+            return n
+        }
+        if counts.isEmpty { throw ValidationError("--elements: no size given") }
+        var unique: [Int] = []
+        for n in counts.sorted() where !unique.contains(n) { unique.append(n) }
+        return unique
+    }
+
     private func selectedScenarios() throws -> [any Scenario] {
-        guard let scenarios else { return ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts()) }
+        let elementCounts = try elementCounts()
+        guard let scenarios else {
+            return ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts(), elementCounts: elementCounts)
+        }
         var result: [any Scenario] = []
         for name in scenarios.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
             do {
-                let scenario = try ScenarioCatalog.parse(name)
-                if !result.contains(where: { $0.name == scenario.name }) { result.append(scenario) }
+                for scenario in try ScenarioCatalog.parse(name, elementCounts: elementCounts)
+                where !result.contains(where: { $0.name == scenario.name && $0.n == scenario.n }) {
+                    result.append(scenario)
+                }
             } catch {
                 throw ValidationError("--scenarios: \(error)")
             }
@@ -158,10 +218,14 @@ struct ObserveBench: ParsableCommand {
         let impls = try selectedImpls()
         if list {
             print("scenarios:")
-            for scenario in ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts()) {
+            var listed: [String] = []
+            for scenario in ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts(),
+                                                             elementCounts: try elementCounts())
+            where !listed.contains(scenario.name) {
+                listed.append(scenario.name)
                 print("  \(scenario.name.padded(20)) \(scenario.summary)  [\(scenario.impls.map(\.rawValue).joined(separator: ", "))]")
             }
-            for name in ScenarioCatalog.pendingArrayScenarios { print("  \(name.padded(20)) (needs ObservableArray)") }
+            print("  (array scenarios run at N = \(try elementCounts().map(groupThousands).joined(separator: ", ")))")
             print("impls:")
             for impl in Impl.allCases { print("  \(impl.rawValue.padded(20)) \(impl.summary)") }
             return
@@ -173,7 +237,12 @@ struct ObserveBench: ParsableCommand {
             config.measureNs = 8_000_000
             config.warmupNs = 2_000_000
             config.memoryItems = 1_000
+            config.arrayMeasureNs = 3_000_000
+            config.arrayWarmupNs = 1_000_000
         }
+        config.elementCounts = try elementCounts()
+        if let arrayMeasureMilliseconds { config.arrayMeasureNs = UInt64(arrayMeasureMilliseconds * 1e6) }
+        StudentPool.maxElements = config.elementCounts.max()!
         if let repetitions { config.repetitions = repetitions }
         if let measureMilliseconds { config.measureNs = UInt64(measureMilliseconds * 1e6) }
         if let warmupMilliseconds { config.warmupNs = UInt64(warmupMilliseconds * 1e6) }
@@ -185,6 +254,9 @@ struct ObserveBench: ParsableCommand {
         var cells: [Cell] = []
         for scenario in scenarios {
             for impl in scenario.impls where impls.contains(impl) {
+                // Opt-in impls run only when --impls names them.
+                if self.impls == nil, scenario is ArrayElementChangeScenario,
+                   ArrayElementChangeScenario.optInImpls.contains(impl) { continue }
                 cells.append(Cell(scenario: scenario, impl: impl))
             }
         }

@@ -38,7 +38,8 @@ struct BenchSmokeTests {
 
         // The table: every scenario and the targets, with a verdict for each measured target.
         for heading in ["set.0 —", "set.1 —", "set.10 —", "register.remove —", "register.memory —",
-                        "threads.2-distinct —", "Targets"] {
+                        "threads.2-distinct —", "array.setup —", "array.element-change —", "array.insert-front —",
+                        "array.append-10k —", "array.batch-100 —", "Targets"] {
             #expect(table.contains(heading), "the table has no section \(heading)")
         }
         #expect(progress.contains("rep 1/2"), "progress lines go to stderr")
@@ -80,14 +81,51 @@ struct BenchSmokeTests {
             let threads = try #require(row("threads.2-distinct", impl), "no threads result for \(impl)")
             #expect((threads["speedup"] as? Double ?? 0) > 0, "\(impl) has no speedup")
         }
+        // The array scenarios, at --quick's sizes (100 and 1,000 elements): every impl measured, and
+        // no warning — each fixture checks that its observers were called once per change with
+        // the right indices (and the batch contents against the edit script), so a warning here
+        // means an impl reported something wrong.
+        let arrays: [(String, [String])] = [
+            ("array.setup", ["c", "swift", "per-element-naive", "observation", "opencombine"]),
+            ("array.element-change", ["c", "swift", "per-element-naive", "scan", "observation"]),
+            ("array.insert-front", ["c", "swift", "per-element-naive", "plain"]),
+            ("array.append-10k", ["c", "swift", "per-element-naive", "plain"]),
+            ("array.batch-100", ["c", "swift", "diff", "plain"]),
+        ]
+        for (scenario, impls) in arrays {
+            for impl in impls {
+                for n in [100, 1_000] {
+                    let result = try #require(results.first {
+                        $0["scenario"] as? String == scenario && $0["impl"] as? String == impl && $0["n"] as? Int == n
+                    }, "no result for \(scenario)/\(impl) at n=\(n)")
+                    #expect((result["ns_per_op_p50"] as? Double ?? 0) > 0, "\(scenario)/\(impl)@\(n) has no p50")
+                    #expect(result["warnings"] == nil, "\(scenario)/\(impl)@\(n): \(result["warnings"] ?? "")")
+                    if scenario == "array.setup" {
+                        #expect((result["bytes_per_item"] as? Double ?? 0) > 0, "\(impl)@\(n) has no bytes per element")
+                        if impl == "c" || impl == "swift" {
+                            #expect((result["index_bytes_per_item"] as? Double ?? 0) > 0,
+                                    "\(impl)@\(n) has no position-index bytes")
+                        }
+                    }
+                }
+            }
+        }
+
         let targets = try #require(document["targets"] as? [[String: Any]])
         let measuredTargets = targets.filter { $0["met"] is Bool }
         #expect(measuredTargets.count >= 5, "the five property targets are evaluated")
+        #expect(targets.contains { $0["scenario"] as? String == "array.batch-100" }, "the array targets are listed")
 
-        // The chart: an SVG with a line per impl for set.N.
+        // The chart: an SVG with a line per impl for set.N and for each array scenario.
         let svg = try String(contentsOf: chart, encoding: .utf8)
         #expect(svg.hasPrefix("<svg"))
-        #expect(svg.components(separatedBy: "<polyline").count - 1 >= 5)
+        // set.N: 5 lines; array.setup: 5 (time) + 5 (bytes); element-change: 5; insert-front,
+        // append-10k, batch-100: 4 each.
+        #expect(svg.components(separatedBy: "<polyline").count - 1 >= 5 + 5 + 5 + 5 + 4 + 4 + 4)
+        for title in ["array.setup —", "array.element-change —", "array.insert-front —", "array.append-10k —",
+                      "array.batch-100 —"] {
+            #expect(svg.contains(title), "the chart has no panel \(title)")
+        }
     }
 
     /// `observe-bench` in the products directory the tests were built into.

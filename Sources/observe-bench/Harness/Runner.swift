@@ -28,6 +28,13 @@ struct RunConfig: Sendable {
     /// When set, every repetition takes exactly this many timed batches instead of sampling for
     /// `measureNs` (threads: each thread does this many batches per object).
     var fixedIterations: Int? = nil
+    /// Array sizes N the array scenarios run at.
+    var elementCounts = [1_000, 10_000, 100_000]
+    /// Time spent taking samples per array cell per repetition (array cells are many, and the
+    /// expensive ones take at least one sample whatever this says).
+    var arrayMeasureNs: UInt64 = 15_000_000
+    /// Warm-up per array cell per repetition (the first repetition warms at least one batch).
+    var arrayWarmupNs: UInt64 = 3_000_000
 }
 
 typealias LatencyHistogram = Histogram<UInt64>
@@ -48,6 +55,8 @@ final class Cell {
     /// Median ns/op of each repetition's samples.
     var repetitionMedians: [Double] = []
     var bytesPerItem: [Double] = []
+    /// Per repetition: bytes per item of the element-position index, where reported.
+    var indexBytesPerItem: [Double] = []
     var memoryItems: Int?
     var memoryMethod: String?
     /// Threads: per repetition, throughput(2 threads) / throughput(1 thread).
@@ -67,17 +76,27 @@ final class Cell {
 // MARK: - Timing primitives
 
 enum Harness {
+    /// Runs one batch of `count` operations and returns how long the batch itself took (the
+    /// fixture's untimed preparation and clean-up run outside the clock).
+    @inline(__always)
+    static func timedBatch(_ fixture: Fixture, _ count: Int) -> UInt64 {
+        fixture.prepareBatch?(count)
+        let t0 = monotonicNanoseconds()
+        fixture.runBatch(count)
+        let t1 = monotonicNanoseconds()
+        fixture.finishBatch?(count)
+        return t1 - t0
+    }
+
     /// Finds the power-of-two batch size (1 ... maxBatch) whose run takes about `targetBatchNs`;
     /// also warms the fixture up.
-    static func calibrate(_ fixture: Fixture, _ config: RunConfig) -> Int {
-        if let fixed = config.fixedBatch { return fixed }
+    static func calibrate(_ fixture: Fixture, _ config: RunConfig, fixedBatch: Int? = nil) -> Int {
+        if let fixed = fixedBatch ?? config.fixedBatch { return fixed }
         var batch = 1
         while true {
             var best = UInt64.max
             for _ in 0..<3 {
-                let t0 = monotonicNanoseconds()
-                fixture.runBatch(batch)
-                best = min(best, monotonicNanoseconds() - t0)
+                best = min(best, timedBatch(fixture, batch))
             }
             if best >= config.targetBatchNs || batch >= config.maxBatch { return batch }
             let perOp = max(Double(best) / Double(batch), 0.05)
@@ -87,26 +106,27 @@ enum Harness {
         }
     }
 
+    /// Runs batches for about `nanoseconds` (at least one; none when `nanoseconds` is 0).
     static func warmUp(_ fixture: Fixture, batch: Int, nanoseconds: UInt64) {
+        if nanoseconds == 0 { return }
         let end = monotonicNanoseconds() + nanoseconds
-        repeat { fixture.runBatch(batch) } while monotonicNanoseconds() < end
+        repeat { _ = timedBatch(fixture, batch) } while monotonicNanoseconds() < end
     }
 
-    /// Times batches of `batch` operations for about `nanoseconds`; returns ps/op per batch.
+    /// Times batches of `batch` operations for about `nanoseconds` of wall time (untimed
+    /// preparation included); returns ps per item (op × `itemsPerOp`) per batch.
     /// With `iterations`, takes exactly that many batches instead.
     static func sample(_ fixture: Fixture, batch: Int, nanoseconds: UInt64, minSamples: Int,
                        iterations: Int? = nil) -> [UInt64] {
         var samples: [UInt64] = []
         samples.reserveCapacity(iterations ?? 4096)
         let end = monotonicNanoseconds() + nanoseconds
-        var t1: UInt64 = 0
+        let items = UInt64(batch * fixture.itemsPerOp)
         repeat {
-            let t0 = monotonicNanoseconds()
-            fixture.runBatch(batch)
-            t1 = monotonicNanoseconds()
-            samples.append((t1 - t0) * 1000 / UInt64(batch))
+            let ns = timedBatch(fixture, batch)
+            samples.append(ns * 1000 / items)
             if let iterations, samples.count >= iterations { break }
-        } while iterations != nil || t1 < end || samples.count < minSamples
+        } while iterations != nil || monotonicNanoseconds() < end || samples.count < minSamples
         return samples
     }
 
@@ -243,7 +263,7 @@ final class Runner {
                 }
                 progress(String(format: "[%3d/%d %5.1fs] rep %d/%d  ", step, total, elapsedSeconds, repetition + 1,
                                 config.repetitions)
-                         + cell.scenario.name.padded(19) + " " + cell.impl.rawValue.padded(12) + " " + figure)
+                         + cell.scenario.label.padded(19) + " " + cell.impl.rawValue.padded(17) + " " + figure)
             }
         }
         if let startLoad, let end = BackgroundLoad.snapshot() {
@@ -257,24 +277,37 @@ final class Runner {
 
     private func runLatency(_ cell: Cell) -> String {
         let registrationsBefore = liveRegistrations(cell.impl)
+        let sampling = cell.scenario.sampling(cell.impl, config)
         let fixture = cell.scenario.makeFixture(cell.impl, config)
         let batch: Int
         if let known = cell.batch {
             batch = known
-            Harness.warmUp(fixture, batch: batch, nanoseconds: config.warmupNs)
+            Harness.warmUp(fixture, batch: batch, nanoseconds: sampling.warmupNs)
         } else {
-            batch = Harness.calibrate(fixture, config)
+            batch = Harness.calibrate(fixture, config, fixedBatch: sampling.fixedBatch)
             cell.batch = batch
-            Harness.warmUp(fixture, batch: batch, nanoseconds: config.warmupNs * 2)
+            // The first repetition warms up at least one batch.
+            Harness.warmUp(fixture, batch: batch, nanoseconds: max(sampling.warmupNs * 2, 1))
         }
-        let samples = Harness.sample(fixture, batch: batch, nanoseconds: config.measureNs, minSamples: config.minSamples,
-                                     iterations: config.fixedIterations)
+        let samples = Harness.sample(fixture, batch: batch, nanoseconds: sampling.measureNs,
+                                     minSamples: sampling.minSamples, iterations: config.fixedIterations)
+        var bytesNote = ""
+        if let measured = fixture.bytesPerItem?() {
+            cell.bytesPerItem.append(measured.heap)
+            cell.memoryMethod = HeapAccounting.method
+            bytesNote = String(format: ", %.1f heap bytes per item", measured.heap)
+            if let index = measured.index {
+                cell.indexBytesPerItem.append(index)
+                bytesNote += String(format: " (index %.2f)", index)
+            }
+        }
         warn(cell, fixture.tearDown())
         checkLeaks(cell, before: registrationsBefore)
         for sample in samples { cell.histogram.record(sample) }
         let median = Harness.median(samples) / 1000
         cell.repetitionMedians.append(median)
-        return formatNs(median) + " ns/op  (batch \(batch), \(samples.count) samples)"
+        let unit = cell.scenario.unit.replacingOccurrences(of: "ns per ", with: "ns/")
+        return formatNs(median) + " \(unit)  (batch \(batch), \(samples.count) samples\(bytesNote))"
     }
 
     private func runMemory(_ cell: Cell) -> String {
@@ -324,7 +357,7 @@ final class Runner {
     private func liveRegistrations(_ impl: Impl) -> Int {
         switch impl {
         case .c, .swift: return ObservationRuntime.liveRegistrationCount
-        case .naive: return NaiveRegistry.shared.count
+        case .naive, .perElementNaive, .scan: return NaiveRegistry.shared.count
         default: return 0
         }
     }

@@ -10,12 +10,18 @@ enum Impl: String, CaseIterable, Sendable {
     case observation
     /// OpenCombine's `@Published` with `sink` subscribers.
     case opencombine
-    /// Array scenarios: `CollectionDifference` of the old and new array (not measured yet).
+    /// Array scenarios: edits applied to a plain Swift array of ids, then `CollectionDifference`
+    /// of the arrays before and after.
     case diff
-    /// Array scenarios: one naive registration per element (not measured yet).
+    /// Array scenarios: one naive registration per element (the seeds' approach), index from a
+    /// Dictionary map maintained on mutation.
     case perElementNaive = "per-element-naive"
-    /// A plain stored property set the same way (the floor for `set.0`).
+    /// A plain stored property set the same way (the floor for `set.0`); in the array scenarios,
+    /// a plain Swift `Array` edited the same way, observed by nobody.
     case plain
+    /// `array.element-change`: one naive registration per element that finds its index by
+    /// scanning the array (`firstIndex(where: ===)`).
+    case scan
 
     var summary: String {
         switch self {
@@ -24,9 +30,10 @@ enum Impl: String, CaseIterable, Sendable {
         case .naive: return "Mutex<[ (ObjectIdentifier, property id) : [closure] ]>, values passed as Any"
         case .observation: return "Observation: @Observable + withObservationTracking re-armed in onChange"
         case .opencombine: return "OpenCombine 0.14: @Published + sink"
-        case .diff: return "CollectionDifference of old and new array"
-        case .perElementNaive: return "one naive-registry registration per array element"
-        case .plain: return "plain stored Int property of a final class, no observation"
+        case .diff: return "edits on a plain [Int] of ids, then after.difference(from: before)"
+        case .perElementNaive: return "one naive-registry registration per element; index from a Dictionary map"
+        case .plain: return "no observation: a plain stored Int property / a plain Swift Array"
+        case .scan: return "one naive-registry registration per element; index by firstIndex(where: ===)"
         }
     }
 }
@@ -49,14 +56,35 @@ struct Fixture {
     /// Releases the objects; returns a warning when the work done was not the work expected
     /// (observers not called once per operation and observer, registrations left behind).
     var tearDown: () -> String? = { nil }
+    /// Untimed work before each timed batch (e.g. building the fresh array that `array.setup`
+    /// observes, or generating the next batch of edits). Runs in calibration and warm-up too.
+    var prepareBatch: ((Int) -> Void)? = nil
+    /// Untimed work after each timed batch (e.g. reading the heap, cancelling the observation).
+    var finishBatch: ((Int) -> Void)? = nil
+    /// Items per operation: figures are per item (array.setup: N elements per op; append-10k:
+    /// 10,000 appended elements per op).
+    var itemsPerOp = 1
+    /// Heap bytes per item measured (untimed) during this repetition, and the element-position
+    /// index's own bytes per item where the impl reports them; nil where nothing is measured.
+    var bytesPerItem: (() -> (heap: Double, index: Double?)?)? = nil
 }
 
-/// A benchmark scenario. Families of scenarios that vary one size (`set.N` over N observers;
-/// later `array.*` over N elements) share a `chartFamily` and are drawn as one panel of the chart.
+/// How long and how a latency scenario samples; by default what `RunConfig` says.
+struct Sampling {
+    var measureNs: UInt64
+    var warmupNs: UInt64
+    var minSamples: Int
+    /// A batch size to use instead of calibrating one.
+    var fixedBatch: Int?
+}
+
+/// A benchmark scenario. Families of scenarios that vary one size (`set.N` over N observers,
+/// `array.*` over N elements) share a `chartFamily` and are drawn as one panel of the chart.
 ///
-/// To add a scenario (the array ones, when `ObservableArray` lands): write a type conforming to
-/// this protocol, return fixtures for the impls it supports, and register it in
-/// ``ScenarioCatalog``. The harness, table, JSON and chart need no change.
+/// To add a scenario: write a type conforming to this protocol, return fixtures for the impls it
+/// supports, and register it in ``ScenarioCatalog``. The harness, table, JSON and chart need no
+/// change. A family run at several sizes (the `array.*` scenarios over N elements) is one
+/// instance per size, all with the same `name` and different `n`.
 protocol Scenario: Sendable {
     /// The JSON `scenario` name, e.g. `set.10`.
     var name: String { get }
@@ -76,6 +104,14 @@ protocol Scenario: Sendable {
     var unsupported: [(Impl, String)] { get }
     /// Chart panel this scenario contributes a point to (nil: not charted).
     var chartFamily: ChartFamily? { get }
+    /// What one figure is, for the table and JSON ("ns per op", "ns per element", ...).
+    var unit: String { get }
+    /// For a family run at several sizes, how this size reads ("N=10,000"); nil otherwise.
+    var sizeLabel: String? { get }
+    /// Lines printed under the scenario's table (how N is kept, what is verified, ...).
+    var notes: [String] { get }
+    /// How to sample `impl` (latency scenarios).
+    func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling
 
     /// A fresh fixture for a latency scenario (`kind == .latency`).
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture
@@ -94,6 +130,8 @@ enum RatioStyle: Sendable {
 struct ChartFamily: Hashable, Sendable {
     var title: String
     var xLabel: String
+    /// What the y axis measures.
+    var yLabel = "ns per op"
 }
 
 struct MemoryMeasurement: Sendable {
@@ -105,6 +143,15 @@ struct MemoryMeasurement: Sendable {
 extension Scenario {
     var unsupported: [(Impl, String)] { [] }
     var chartFamily: ChartFamily? { nil }
+    var unit: String { "ns per op" }
+    var sizeLabel: String? { nil }
+    var notes: [String] { [] }
+    /// The name with the size, for progress lines.
+    var label: String { sizeLabel.map { "\(name) \($0)" } ?? name }
+    func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling {
+        Sampling(measureNs: config.measureNs, warmupNs: config.warmupNs, minSamples: config.minSamples,
+                 fixedBatch: config.fixedBatch)
+    }
     var peer: Impl? { nil }
     var ratioStyle: RatioStyle { .speedupOverPeer }
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {

@@ -68,6 +68,15 @@ final class NaiveRegistry: Sendable {
         }
     }
 
+    /// Frees the table's storage when nothing is registered (a Swift Dictionary keeps its
+    /// capacity when emptied), so that a benchmark fixture starts from an empty table as in a
+    /// fresh process, and a large one does not linger into the next fixture.
+    func releaseStorageIfEmpty() {
+        state.withLock { state in
+            if state.observers.isEmpty { state.observers = [:] }
+        }
+    }
+
     /// Registrations currently held (for leak checks).
     var count: Int {
         state.withLock { $0.observers.values.reduce(0) { $0 + $1.count } }
@@ -75,7 +84,7 @@ final class NaiveRegistry: Sendable {
 }
 
 /// Keeps a naive registration alive; cancelling or releasing it removes the registration.
-final class NaiveToken {
+final class NaiveToken: @unchecked Sendable {
     private let registry: NaiveRegistry
     private let key: NaiveRegistry.Key
     private let id: UInt64

@@ -1,8 +1,9 @@
 import Foundation
 
 /// `--chart FILE.svg`: cost per operation against size, log–log, one line per impl, one panel
-/// per chart family (today `set.N` over N observers; the array scenarios over N elements add
-/// their own panels when they land). Written by hand: no plotting dependency.
+/// per chart family (`set.N` over N observers; each array scenario over N elements), plus a
+/// panel of heap bytes per element for the families that measure them (array.setup). Written by
+/// hand: no plotting dependency.
 struct ChartReport {
     var rows: [ResultRow]
     var machine: MachineInfo
@@ -10,6 +11,7 @@ struct ChartReport {
     static let colors: [Impl: String] = [
         .c: "#d62728", .swift: "#ff7f0e", .naive: "#7f7f7f", .observation: "#1f77b4",
         .opencombine: "#2ca02c", .plain: "#111111", .diff: "#9467bd", .perElementNaive: "#8c564b",
+        .scan: "#e377c2",
     ]
 
     private let width = 920.0
@@ -18,21 +20,39 @@ struct ChartReport {
 
     struct Point { var x: Int; var y: Double; var low: Double; var high: Double }
 
-    /// Panels in the order their families first appear.
-    private var panels: [(ChartFamily, [(Impl, [Point])])] {
+    /// Panels in the order their families first appear; a family whose rows measure bytes gets
+    /// a second panel of bytes per item right after its time panel.
+    private var panels: [(family: ChartFamily, series: [(Impl, [Point])], bytes: Bool)] {
         var order: [ChartFamily] = []
         for row in rows { if let f = row.chartFamily, !order.contains(f) { order.append(f) } }
-        return order.map { family in
-            let familyRows = rows.filter { $0.chartFamily == family && $0.median != nil }
-            var series: [(Impl, [Point])] = []
-            for impl in Impl.allCases {
-                let points = familyRows.filter { $0.impl == impl }
-                    .map { Point(x: $0.n, y: $0.median!, low: $0.spread?.min ?? $0.median!, high: $0.spread?.max ?? $0.median!) }
-                    .sorted { $0.x < $1.x }
-                if !points.isEmpty { series.append((impl, points)) }
+        var result: [(family: ChartFamily, series: [(Impl, [Point])], bytes: Bool)] = []
+        for family in order {
+            let timeRows = rows.filter { $0.chartFamily == family && $0.median != nil }
+            result.append((family, series(timeRows) { row in
+                Point(x: row.n, y: row.median!, low: row.spread?.min ?? row.median!, high: row.spread?.max ?? row.median!)
+            }, false))
+            let byteRows = rows.filter { $0.chartFamily == family && ($0.bytesPerItem ?? 0) > 0 }
+            if !byteRows.isEmpty {
+                let title = family.title.split(separator: "—").first.map { $0.trimmingCharacters(in: .whitespaces) }
+                    ?? family.title
+                let bytesFamily = ChartFamily(title: "\(title) — heap bytes held per element (malloc accounting)",
+                                              xLabel: family.xLabel, yLabel: "bytes per element")
+                result.append((bytesFamily, series(byteRows) { row in
+                    Point(x: row.n, y: row.bytesPerItem!, low: row.bytesSpread?.min ?? row.bytesPerItem!,
+                          high: row.bytesSpread?.max ?? row.bytesPerItem!)
+                }, true))
             }
-            return (family, series)
         }
+        return result
+    }
+
+    private func series(_ familyRows: [ResultRow], _ point: (ResultRow) -> Point) -> [(Impl, [Point])] {
+        var series: [(Impl, [Point])] = []
+        for impl in Impl.allCases {
+            let points = familyRows.filter { $0.impl == impl }.map(point).sorted { $0.x < $1.x }
+            if !points.isEmpty { series.append((impl, points)) }
+        }
+        return series
     }
 
     func render() -> String {
@@ -46,7 +66,8 @@ struct ChartReport {
             svg.append(text(width / 2, 60, "no charted scenario was run (set.N, array.*)", anchor: "middle", size: 14))
         }
         for (index, panel) in panels.enumerated() {
-            svg.append(contentsOf: renderPanel(panel.0, panel.1, originY: Double(index) * panelHeight))
+            svg.append(contentsOf: renderPanel(panel.family, panel.series, bytes: panel.bytes,
+                                               originY: Double(index) * panelHeight))
         }
         svg.append(text(width - 10, height - 10, "observe-bench · \(machine.hostname) · \(machine.cores) cores · \(machine.date)",
                         anchor: "end", size: 10, color: "#888"))
@@ -54,14 +75,16 @@ struct ChartReport {
         return svg.joined(separator: "\n") + "\n"
     }
 
-    private func renderPanel(_ family: ChartFamily, _ series: [(Impl, [Point])], originY: Double) -> [String] {
+    private func renderPanel(_ family: ChartFamily, _ series: [(Impl, [Point])], bytes: Bool, originY: Double) -> [String] {
         var out: [String] = []
         let plotLeft = left, plotRight = width - right
         let plotTop = originY + top, plotBottom = originY + panelHeight - bottom
         out.append(text(plotLeft, originY + 26, family.title, size: 16, weight: "bold"))
         out.append(text(plotLeft, originY + 46,
-                        "median ns per operation (log scale); bars: min–max of repetition medians; lower is better",
+                        "median \(family.yLabel) (log scale); bars: min–max of repetition medians; lower is better",
                         size: 11, color: "#555"))
+        func label(_ value: Double) -> String { bytes ? bytesLabel(value) : nsLabel(value) }
+        func figure(_ value: Double) -> String { bytes ? String(format: "%.1f B", value) : formatNs(value) + " ns" }
 
         let xs = Set(series.flatMap { $0.1.map(\.x) }).sorted()
         let ys = series.flatMap { $0.1.flatMap { [$0.low, $0.high, $0.y] } }.filter { $0 > 0 }
@@ -92,7 +115,7 @@ struct ChartReport {
         while decade <= yHigh {
             let value = pow(10, decade)
             out.append(line(plotLeft, py(value), plotRight, py(value), color: "#ccc"))
-            out.append(text(plotLeft - 8, py(value) + 4, nsLabel(value), anchor: "end"))
+            out.append(text(plotLeft - 8, py(value) + 4, label(value), anchor: "end"))
             if decade < yHigh {
                 for minor in [2.0, 5.0] {
                     let v = value * minor
@@ -101,7 +124,7 @@ struct ChartReport {
             }
             decade += 1
         }
-        out.append(text(plotLeft - 62, (plotTop + plotBottom) / 2, "ns per op", anchor: "middle",
+        out.append(text(plotLeft - 62, (plotTop + plotBottom) / 2, family.yLabel, anchor: "middle",
                         rotate: -90))
 
         // x ticks at every measured size.
@@ -130,7 +153,7 @@ struct ChartReport {
                     out.append(line(px(point.x), py(point.low), px(point.x), py(point.high), color: color, width: 1))
                 }
                 out.append("<circle cx=\"\(f(px(point.x)))\" cy=\"\(f(py(point.y)))\" r=\"4\" fill=\"\(color)\">"
-                           + "<title>\(impl.rawValue) n=\(point.x): \(formatNs(point.y)) ns/op</title></circle>")
+                           + "<title>\(impl.rawValue) n=\(point.x): \(figure(point.y))</title></circle>")
             }
         }
 
@@ -141,12 +164,19 @@ struct ChartReport {
             let dash = impl == .plain ? " stroke-dasharray=\"5,4\"" : ""
             out.append("<line x1=\"\(f(plotRight + 16))\" y1=\"\(f(legendY))\" x2=\"\(f(plotRight + 44))\" y2=\"\(f(legendY))\" "
                        + "stroke=\"\(color)\" stroke-width=\"3\"\(dash)/>")
-            let last = points.last.map { " (\(formatNs($0.y)) @\(groupThousands($0.x)))" } ?? ""
+            let last = points.last.map { " (\(bytes ? String(format: "%.1f B", $0.y) : formatNs($0.y)) @\(groupThousands($0.x)))" } ?? ""
             out.append(text(plotRight + 50, legendY + 4, impl.rawValue, weight: impl == .c ? "bold" : "normal"))
             out.append(text(plotRight + 50, legendY + 18, last, size: 10, color: "#666"))
             legendY += 36
         }
         return out
+    }
+
+    private func bytesLabel(_ bytes: Double) -> String {
+        if bytes >= 1e6 { return "\(groupThousands(Int(bytes / 1e6))) MB" }
+        if bytes >= 1e3 { return "\(groupThousands(Int(bytes / 1e3))) kB" }
+        if bytes >= 1 { return "\(Int(bytes)) B" }
+        return String(format: "%.2g B", bytes)
     }
 
     private func nsLabel(_ ns: Double) -> String {

@@ -94,7 +94,14 @@ struct JSONReport {
                     + "repetition's median per-batch mean; ns_per_op_p50/p99/p999: percentiles of all per-batch means "
                     + "(HDR histogram, 3 significant digits), not of single operations. threads.2-distinct: "
                     + "ns_per_op_median is wall time per op with 2 threads (1/throughput), percentiles are per-batch means "
-                    + "seen by each thread, speedup = throughput(2 threads) / throughput(1 thread doing the same total work).")),
+                    + "seen by each thread, speedup = throughput(2 threads) / throughput(1 thread doing the same total work). "
+                    + "array.*: n is the number of elements; figures are per `unit` (array.setup and array.append-10k: per "
+                    + "element, one op being the whole setup / append; array.batch-100: per batch of 100 edits); untimed "
+                    + "preparation (building the array to observe, generating the edits) runs outside the clock; "
+                    + "array.setup bytes_per_item = heap growth across the setup call / n (malloc accounting), "
+                    + "index_bytes_per_item = ObserveCore's element-position index alone (_elementIndexBytes / n).")),
+                ("element_counts", .array(config.elementCounts.map(JSON.int))),
+                ("array_measure_ms_per_repetition", .num(Double(config.arrayMeasureNs) / 1e6)),
             ])),
             ("results", .array(rows.map(result))),
             ("targets", .array(targets.map(target))),
@@ -117,7 +124,14 @@ struct JSONReport {
             ("batch", row.batch.map(JSON.int) ?? .null),
             ("samples", .int(row.samples)),
             ("repetitions", .int(row.repetitions)),
+            ("unit", .string(row.unit)),
         ]
+        if row.kind == .latency && (row.bytesPerItem != nil || row.scenario == "array.setup") {
+            pairs.append(("bytes_spread_min", .num(row.bytesSpread?.min, places: 1)))
+            pairs.append(("bytes_spread_max", .num(row.bytesSpread?.max, places: 1)))
+            pairs.append(("index_bytes_per_item", .num(row.indexBytesPerItem, places: 2)))
+            pairs.append(("memory_method", row.memoryMethod.map(JSON.string) ?? .null))
+        }
         if row.kind == .memory {
             pairs.append(("bytes_spread_min", .num(row.bytesSpread?.min, places: 1)))
             pairs.append(("bytes_spread_max", .num(row.bytesSpread?.max, places: 1)))
@@ -149,10 +163,12 @@ struct JSONReport {
             ("peer", .string(target.peer?.rawValue ?? target.impl.rawValue)),
             ("rule", .string(target.comparison + " " + String(target.limit))),
             ("ratio", .string(target.ratioDefinition)),
-            ("measured_ratio", .num(target.measured)),
+            ("measured_ratio", target.isRatio ? .num(target.measured) : .null),
+            ("measured_value", target.isRatio ? .null : .num(target.measured)),
             ("met", target.met.map(JSON.bool) ?? .null),
             ("status", .string(target.status)),
             ("source", .string(target.source)),
+            ("when_missed", target.met == false ? (target.whenMissed.map(JSON.string) ?? .null) : .null),
         ])
     }
 }

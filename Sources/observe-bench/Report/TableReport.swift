@@ -33,8 +33,13 @@ struct TableReport {
         out.append("(an HDR histogram), not of single operations. Repetitions interleave the impls.")
         out.append("")
 
-        for scenario in scenarios {
-            let mine = rows.filter { $0.scenario == scenario.name }
+        var printed: [String] = []
+        for scenario in scenarios where !printed.contains(scenario.name) {
+            printed.append(scenario.name)
+            let sized = scenario.sizeLabel != nil
+            // Rows of every size of the family, sizes ascending, impls in scenario order.
+            let mine = rows.enumerated().filter { $0.element.scenario == scenario.name }
+                .sorted { ($0.element.n, $0.offset) < ($1.element.n, $1.offset) }.map(\.element)
             guard !mine.isEmpty || !scenario.unsupported.isEmpty else { continue }
             out.append("\(scenario.name) — \(scenario.summary)")
             switch scenario.kind {
@@ -45,14 +50,24 @@ struct TableReport {
             for (impl, reason) in scenario.unsupported {
                 out.append("  (\(impl.rawValue): not measured — \(reason))")
             }
-            if let line = comparisonLine(scenario, mine) { out.append(line) }
+            for note in scenario.notes { out.append(contentsOf: wrap(note, indent: "  ")) }
+            if sized {
+                for n in Set(mine.map(\.n)).sorted() {
+                    if let line = comparisonLine(scenario, mine.filter { $0.n == n }) {
+                        out.append("  N=\(groupThousands(n)):" + line.dropFirst(1))
+                    }
+                }
+            } else if let line = comparisonLine(scenario, mine) {
+                out.append(line)
+            }
             let wide = mine.compactMap { row -> String? in
                 guard let spread = row.relativeSpread, spread > 0.25 else { return nil }
-                return "\(row.impl.rawValue) \(Int((spread * 100).rounded()))%"
+                return "\(row.impl.rawValue)\(sized ? "@" + groupThousands(row.n) : "") \(Int((spread * 100).rounded()))%"
             }
             if !wide.isEmpty {
+                let rerun = "--scenarios \(scenario.name)" + (sized ? " --elements N" : "")
                 out.append("  note: wide spread (max-min of repetition \(scenario.kind == .threads ? "speedups" : "medians") "
-                           + "over 25% of the median): \(wide.joined(separator: ", ")); rerun with --scenarios \(scenario.name)")
+                           + "over 25% of the median): \(wide.joined(separator: ", ")); rerun with \(rerun)")
             }
             let disturbed = mine.reduce(0) { $0 + $1.disturbedRepetitions }
             if disturbed > 0 {
@@ -73,12 +88,23 @@ struct TableReport {
         for target in targets {
             var line = "  " + target.label.padded(width)
             if let measured = target.measured {
-                line += ("measured " + ratioString(measured)).padded(18)
+                let figure = target.isRatio ? ratioString(measured)
+                    : target.usesBytes ? String(format: "%.1f B", measured) : formatDuration(measured)
+                line += ("measured " + figure).padded(19) + " "
                 line += target.met == true ? "met" : "MISSED"
             } else {
                 line += target.status
             }
             out.append(line)
+        }
+        // What the missed ones would take, once per note.
+        var explained: [String] = []
+        for target in targets where target.met == false {
+            guard let note = target.whenMissed, !explained.contains(note) else { continue }
+            explained.append(note)
+            let missed = targets.filter { $0.met == false && $0.whenMissed == note }.map(\.label)
+            out.append("  why missed (\(missed.joined(separator: "; "))):")
+            out.append(contentsOf: wrap(note, indent: "    "))
         }
         let missed = targets.filter { $0.met == false }
         if !missed.isEmpty {
@@ -91,23 +117,64 @@ struct TableReport {
     // MARK: Tables
 
     private func latencyTable(_ scenario: any Scenario, _ rows: [ResultRow]) -> [String] {
+        let sized = scenario.sizeLabel != nil
+        let withBytes = rows.contains { $0.bytesPerItem != nil }
+        let withIndex = rows.contains { $0.indexBytesPerItem != nil }
+        let unit = scenario.unit.replacingOccurrences(of: "ns per ", with: "ns/")
         let peerHeader = scenario.peer.map { "vs \($0.rawValue)" } ?? ""
-        var table: [[String]] = [["impl", "median ns/op", "spread", "p50", "p99", "p999", "batch", "samples", peerHeader]]
-        let peerRow = scenario.peer.flatMap { peer in rows.first { $0.impl == peer } }
+        var header: [String] = sized ? ["impl", "N"] : ["impl"]
+        header += ["median " + unit, "spread", "p50", "p99", "p999", "batch", "samples"]
+        if withBytes { header.append("bytes/item") }
+        if withIndex { header.append("index B/item") }
+        header.append(peerHeader)
+        var table: [[String]] = [header]
+        var previousN: Int?
         for row in rows {
-            table.append([
-                row.impl.rawValue,
-                row.median.map(formatNs) ?? "-",
-                row.spread.map { formatNs($0.min) + "–" + formatNs($0.max) } ?? "-",
-                row.p50.map(formatNs) ?? "-",
-                row.p99.map(formatNs) ?? "-",
-                row.p999.map(formatNs) ?? "-",
-                row.batch.map(String.init) ?? "-",
-                groupThousands(row.samples),
-                ratioCell(scenario, row, peerRow),
-            ])
+            if sized, let previousN, previousN != row.n { table.append(header.map { _ in "" }) }
+            previousN = row.n
+            let peerRow = scenario.peer.flatMap { peer in rows.first { $0.impl == peer && $0.n == row.n } }
+            var cells: [String] = [row.impl.rawValue]
+            if sized { cells.append(groupThousands(row.n)) }
+            cells.append(row.median.map(formatNs) ?? "-")
+            cells.append(row.spread.map { formatNs($0.min) + "–" + formatNs($0.max) } ?? "-")
+            cells.append(row.p50.map(formatNs) ?? "-")
+            cells.append(row.p99.map(formatNs) ?? "-")
+            cells.append(row.p999.map(formatNs) ?? "-")
+            cells.append(row.batch.map(String.init) ?? "-")
+            cells.append(groupThousands(row.samples))
+            if withBytes { cells.append(row.bytesPerItem.map { String(format: "%.1f", $0) } ?? "") }
+            if withIndex { cells.append(row.indexBytesPerItem.map { String(format: "%.2f", $0) } ?? "") }
+            var ratio = ratioCell(scenario, row, peerRow)
+            if withBytes, let peerRow, row.impl != peerRow.impl, let mine = row.bytesPerItem, let theirs = peerRow.bytesPerItem,
+               mine > 0, theirs > 0 {
+                ratio += (ratio.isEmpty ? "" : "; ")
+                    + (mine <= theirs ? ratioString(theirs / mine) + " smaller" : ratioString(mine / theirs) + " larger")
+            }
+            cells.append(ratio)
+            table.append(cells)
         }
-        return layout(table, rightAligned: [1, 3, 4, 5, 6, 7])
+        let offset = sized ? 1 : 0
+        var right = Set<Int>()
+        for column in [1, 3, 4, 5, 6, 7] { right.insert(column + offset) }
+        if sized { right.insert(1) }
+        if withBytes { right.insert(8 + offset) }
+        if withIndex { right.insert(8 + offset + (withBytes ? 1 : 0)) }
+        return layout(table, rightAligned: right)
+    }
+
+    /// `text` as lines of at most `width` columns, each starting with `indent`.
+    private func wrap(_ text: String, indent: String, width: Int = 110) -> [String] {
+        var lines: [String] = []
+        var line = indent
+        for word in text.split(separator: " ") {
+            if line.count > indent.count && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = indent + "  "
+            }
+            line += (line.count > indent.count && !line.hasSuffix("  ") ? " " : "") + word
+        }
+        if line.count > indent.count { lines.append(line) }
+        return lines
     }
 
     private func memoryTable(_ scenario: any Scenario, _ rows: [ResultRow]) -> [String] {
@@ -216,4 +283,12 @@ func ratioString(_ x: Double) -> String {
     if x < 10 { return String(format: "%.2f×", x) }
     if x < 100 { return String(format: "%.1f×", x) }
     return groupThousands(Int(x.rounded())) + "×"
+}
+
+/// 388 ns, 1.56 µs, 53.3 ms.
+func formatDuration(_ ns: Double) -> String {
+    if ns < 1_000 { return formatNs(ns) + " ns" }
+    if ns < 1_000_000 { return String(format: ns < 10_000 ? "%.2f µs" : "%.1f µs", ns / 1e3) }
+    if ns < 1_000_000_000 { return String(format: ns < 10_000_000 ? "%.2f ms" : "%.1f ms", ns / 1e6) }
+    return String(format: "%.2f s", ns / 1e9)
 }

@@ -97,7 +97,7 @@ struct SetScenario: Scenario {
                 blackHole(counter.value)
                 return nil
             })
-        case .diff, .perElementNaive:
+        case .diff, .perElementNaive, .scan:
             preconditionFailure("\(impl) does not apply to \(name)")
         }
     }

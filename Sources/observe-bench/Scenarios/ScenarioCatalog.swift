@@ -1,50 +1,53 @@
 /// Every scenario the CLI knows, by name.
 ///
-/// The array scenarios of issue 4 (`array.setup`, `array.element-change`, `array.insert-front`,
-/// `array.append-10k`, `array.batch-100`, each at 1k / 10k / 100k elements, with impls `c`,
-/// `swift`, `per-element-naive`, `diff`, `observation`, `opencombine`) plug in here once
-/// ObserveCore has an observable array: one `Scenario` type each with `chartFamily` set to a
-/// per-scenario family over "elements (N)", listed in `defaultScenarios` and parsed in `parse`.
+/// The array scenarios (`array.setup`, `array.element-change`, `array.insert-front`,
+/// `array.append-10k`, `array.batch-100`) run at every size of `--elements` (default 1k / 10k /
+/// 100k): one `Scenario` instance per size, sharing the name and a chart family over
+/// "elements (N)".
 enum ScenarioCatalog {
-    /// Named in issue 4 but not measurable until the arrays issue lands.
-    static let pendingArrayScenarios = [
+    static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.insert-front", "array.append-10k", "array.batch-100",
     ]
 
-    /// The default suite: set.N for each N in `observerCounts`, then the rest.
-    static func defaultScenarios(observerCounts: [Int]) -> [any Scenario] {
+    /// The default suite: set.N for each N in `observerCounts`, then the rest, then the array
+    /// scenarios at each size in `elementCounts`.
+    static func defaultScenarios(observerCounts: [Int], elementCounts: [Int]) -> [any Scenario] {
         var scenarios: [any Scenario] = observerCounts.map { SetScenario(n: $0) }
         scenarios.append(RegisterRemoveScenario())
         scenarios.append(RegisterMemoryScenario())
         scenarios.append(ThreadsScenario())
+        for name in arrayScenarioNames {
+            scenarios.append(contentsOf: try! parse(name, elementCounts: elementCounts))
+        }
         return scenarios
     }
 
     enum ParseError: Error, CustomStringConvertible {
         case unknown(String)
-        case pending(String)
 
         var description: String {
             switch self {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
-                    + "threads.2-distinct"
-            case .pending(let name):
-                return "scenario '\(name)' needs ObservableArray (the arrays issue), which does not exist yet"
+                    + "threads.2-distinct, " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
             }
         }
     }
 
-    /// Parses one name: `set.N`, `register.remove`, `register.memory`, `threads.2-distinct`.
-    static func parse(_ name: String) throws -> any Scenario {
-        if name.hasPrefix("set."), let n = Int(name.dropFirst(4)), n >= 0 { return SetScenario(n: n) }
+    /// Parses one name: `set.N`, `register.remove`, `register.memory`, `threads.2-distinct`, or an
+    /// array scenario (one instance per size in `elementCounts`).
+    static func parse(_ name: String, elementCounts: [Int]) throws -> [any Scenario] {
+        if name.hasPrefix("set."), let n = Int(name.dropFirst(4)), n >= 0 { return [SetScenario(n: n)] }
         switch name {
-        case "register.remove": return RegisterRemoveScenario()
-        case "register.memory": return RegisterMemoryScenario()
-        case "threads.2-distinct": return ThreadsScenario()
-        default:
-            if pendingArrayScenarios.contains(name) { throw ParseError.pending(name) }
-            throw ParseError.unknown(name)
+        case "register.remove": return [RegisterRemoveScenario()]
+        case "register.memory": return [RegisterMemoryScenario()]
+        case "threads.2-distinct": return [ThreadsScenario()]
+        case "array.setup": return elementCounts.map { ArraySetupScenario(n: $0) }
+        case "array.element-change": return elementCounts.map { ArrayElementChangeScenario(n: $0) }
+        case "array.insert-front": return elementCounts.map { ArrayInsertFrontScenario(n: $0) }
+        case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
+        case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
+        default: throw ParseError.unknown(name)
         }
     }
 }
