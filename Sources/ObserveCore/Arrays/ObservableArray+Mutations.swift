@@ -19,6 +19,32 @@ internal final class _BatchState<Element> {
 extension ObservableArray {
     // MARK: Ring primitives (lock held, storage unique)
 
+    /// Up to this many elements moved by one insertion or removal, the position index is
+    /// updated entry by entry (one hash probe each); beyond it the index is marked stale and
+    /// rebuilt from the ring when next needed (O(count), once, however many edits came between):
+    /// the "lazily rebuilt positions" strategy, which keeps a batch of middle edits on a large
+    /// array at the cost of its memmoves.
+    internal static var _perElementIndexLimit: Int { 64 }
+
+    /// Moves the `count` elements at logical `from` to logical `to` (shorter-side shift), in
+    /// bulk, keeping the element tracker's index right (entry by entry, or marked stale).
+    private func _shift(from: Int, to: Int, count: Int) {
+        guard count > 0 else { return }
+        let ring = _storage
+        if let tracker = _tracker, tracker.isIndexed, count <= Self._perElementIndexLimit {
+            // Few elements: move them one by one and tell the index each new slot.
+            let order = to < from ? Array(0..<count) : Array((0..<count).reversed())
+            for i in order {
+                let source = ring.slot(from + i), destination = ring.slot(to + i)
+                ring.moveSlot(from: source, to: destination)
+                tracker.move(ring.base[destination], from: source, to: destination, ring: ring)
+            }
+        } else {
+            _tracker?.invalidatePositions()
+            ring.moveLogical(from: from, to: to, count: count)
+        }
+    }
+
     /// Inserts `elements` at logical `index`, moving the shorter side.
     internal func _insertElements<C: Collection>(_ elements: C, at index: Int) where C.Element == Element {
         let k = elements.count
@@ -26,21 +52,10 @@ extension ObservableArray {
         _ensureCapacity(k)
         let ring = _storage, n = ring.count, mask = ring.mask
         if index < n - index {
-            let newHead = (ring.head &- k) & mask
-            for i in 0..<index {
-                let from = ring.slot(i), to = (newHead &+ i) & mask
-                ring.moveSlot(from: from, to: to)
-                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
-            }
-            ring.head = newHead
+            _shift(from: 0, to: -k, count: index)
+            ring.head = (ring.head &- k) & mask
         } else {
-            var i = n - 1
-            while i >= index {
-                let from = ring.slot(i), to = ring.slot(i + k)
-                ring.moveSlot(from: from, to: to)
-                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
-                i -= 1
-            }
+            _shift(from: index, to: index + k, count: n - index)
         }
         var i = index
         for element in elements {
@@ -68,20 +83,10 @@ extension ObservableArray {
             if capture { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
         }
         if range.lowerBound < n - range.upperBound {
-            var i = range.lowerBound - 1
-            while i >= 0 {
-                let from = ring.slot(i), to = ring.slot(i + k)
-                ring.moveSlot(from: from, to: to)
-                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
-                i -= 1
-            }
+            _shift(from: 0, to: k, count: range.lowerBound)
             ring.head = (ring.head &+ k) & ring.mask
         } else {
-            for i in range.upperBound..<n {
-                let from = ring.slot(i), to = ring.slot(i - k)
-                ring.moveSlot(from: from, to: to)
-                _tracker?.move(ring.base[to], from: from, to: to, ring: ring)
-            }
+            _shift(from: range.upperBound, to: range.lowerBound, count: n - range.upperBound)
         }
         ring.count = n - k
         return removed

@@ -15,6 +15,11 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     var isActive: Bool { false }
     /// The logical indices of `element`, ascending (lock held).
     func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] { [] }
+    /// Whether the position index matches the ring (false after `invalidatePositions`).
+    var isIndexed: Bool { true }
+    /// The ring was reshuffled in bulk: the index is stale until rebuilt on next use. Element
+    /// memberships are still counted as elements enter and leave.
+    func invalidatePositions() {}
     /// Shuts the tracker down: every element leaves, the directory forgets it.
     func deactivate(_ ring: _RingBuffer<Element>) {}
 }
@@ -27,6 +32,8 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     /// Member bits of the tracked element keys (see `keys` in the base class).
     @exclusivity(unchecked) private var _memberBits: UInt64 = 0
     @exclusivity(unchecked) private var _active = true
+    /// The index no longer matches the ring; rebuilt before the next lookup.
+    @exclusivity(unchecked) private var _stale = false
     @exclusivity(unchecked) private var _slots: [UInt32] = []
 
     /// Creates the tracker and indexes every element (the caller holds the array's lock).
@@ -59,21 +66,36 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @inline(__always)
     private func _address(_ element: Element) -> UInt { UInt(bitPattern: ObjectIdentifier(element)) }
 
+    override var isIndexed: Bool { !_stale }
+
+    override func invalidatePositions() { _stale = true }
+
+    /// Rebuilds a stale index from the ring (lock held).
+    private func _refresh(_ ring: _RingBuffer<Element>) {
+        guard _stale else { return }
+        _stale = false
+        rebuild(ring)
+    }
+
     override func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        if _stale { element.kvoRegistrar._enterArray(memberBits: _memberBits); return }
         _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
         element.kvoRegistrar._enterArray(memberBits: _memberBits)
     }
 
     override func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        if _stale { element.kvoRegistrar._leaveArray(); return }
         _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
         element.kvoRegistrar._leaveArray()
     }
 
     override func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {
+        if _stale { return }
         _index.move(mask: UInt32(ring.mask), element: _address(element), from: UInt32(from), to: UInt32(to))
     }
 
     override func rebuild(_ ring: _RingBuffer<Element>) {
+        _stale = false
         if ring.capacity == 0 { _index.clear(); return }
         _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
     }
@@ -81,6 +103,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     override func leaveAll(_ ring: _RingBuffer<Element>) {
         for i in 0..<ring.count { ring[i].kvoRegistrar._leaveArray() }
         _index.clear()
+        _stale = false
     }
 
     override func deactivate(_ ring: _RingBuffer<Element>) {
@@ -93,6 +116,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     /// The logical indices of `element` in the ring, ascending (the caller holds the lock).
     override func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] {
         guard ring.capacity > 0 else { return [] }
+        _refresh(ring)
         _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
         if _slots.count == 1 { return [(Int(_slots[0]) &- ring.head) & ring.mask] }
         return _slots.map { (Int($0) &- ring.head) & ring.mask }.sorted()
@@ -102,6 +126,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     var indexBytes: Int { _index.bytes }
 
     func checkInvariants(_ ring: _RingBuffer<Element>) {
+        _refresh(ring)
         precondition(_index.count == ring.count, "_ElementTracker: \(_index.count) index entries for \(ring.count) elements")
         if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
     }

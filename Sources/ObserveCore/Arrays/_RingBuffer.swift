@@ -77,6 +77,33 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         (base + to).moveInitialize(from: base + from, count: 1)
     }
 
+    /// Moves the `count` elements at logical indices `from...` to logical indices `to...` (the
+    /// ranges may overlap; either may be negative, i.e. before the head) in at most a few bulk
+    /// moves, one per stretch that is contiguous in both source and destination. The vacated
+    /// slots become uninitialised.
+    func moveLogical(from: Int, to: Int, count: Int) {
+        guard count > 0, from != to else { return }
+        if to < from {
+            // Toward lower indices: front to back, so no element is overwritten before it moved.
+            var done = 0
+            while done < count {
+                let source = slot(from + done), destination = slot(to + done)
+                let run = Swift.min(count - done, capacity - source, capacity - destination)
+                (base + destination).moveInitialize(from: base + source, count: run)
+                done += run
+            }
+        } else {
+            // Toward higher indices: back to front.
+            var remaining = count
+            while remaining > 0 {
+                let sourceLast = slot(from + remaining - 1), destinationLast = slot(to + remaining - 1)
+                let run = Swift.min(remaining, sourceLast + 1, destinationLast + 1)
+                (base + destinationLast - run + 1).moveInitialize(from: base + sourceLast - run + 1, count: run)
+                remaining -= run
+            }
+        }
+    }
+
     /// The element addresses of the slots, for the position index (class elements only).
     @inline(__always) var addresses: UnsafePointer<UInt> {
         UnsafeRawPointer(base).assumingMemoryBound(to: UInt.self)

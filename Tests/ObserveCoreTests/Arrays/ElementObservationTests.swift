@@ -90,6 +90,35 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("element indices stay right through large middle shifts (stale index rebuilt on demand)", arguments: ObservationBackend.allCases)
+    func indicesSurviveLargeShifts(backend: ObservationBackend) {
+        let pool = (0..<600).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(Array(pool.prefix(400)), backend: backend)
+        var last: [Int] = []
+        let token = array.observe(elementKeyPaths: [\.grade]) { _, c in
+            if c.kind == .elementChanged { last = c.elements.map(\.newIndex!) }
+        }
+        var generator = SplitMix(seed: 99)
+        for step in 0..<120 {
+            let middle = array.count / 3 + generator.below(array.count / 3)
+            switch step % 4 {
+            case 0: array.insert(pool[400 + generator.below(200)], at: middle)      // shifts > 64 elements
+            case 1: array.remove(at: middle)
+            case 2: array.performBatchUpdates { a in
+                a.insert(pool[generator.below(600)], at: middle)
+                a.remove(at: a.count / 2)
+            }
+            default: array.insert(contentsOf: pool[0..<3], at: middle)
+            }
+            let probe = pool[generator.below(600)]
+            last = []
+            probe.grade += 1
+            #expect(last == array.indices.filter { array[$0] === probe }, "step \(step)")
+        }
+        array._checkInvariants()
+        token.cancel()
+    }
+
     @Test("reassigning the owner's array reports the replacement and re-targets observation", arguments: ObservationBackend.allCases)
     func ownerReassignment(backend: ObservationBackend) {
         let teacher = Teacher(backend, students: students(backend, "ada"))
