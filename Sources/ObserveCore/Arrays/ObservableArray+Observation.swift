@@ -8,13 +8,42 @@ import Dispatch
 internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
     /// Element key ids this registration wants element changes for (few: scanned linearly).
     final let elementKeyIDs: [UInt32]
+    /// The array, for element-key registrations only (to stop tracking when they all go).
+    private weak var _array: (any _ElementTrackingOwner)?
 
-    init(array: AnyObject, registrar: KeyValueRegistrar, keyPath: AnyKeyPath, observer: AnyObject?,
-         context: ObservationContext, options: ObservationOptions, delivery: ObservationDelivery,
-         elementKeyIDs: [UInt32]) {
+    init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyPath: AnyKeyPath,
+         observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
+         delivery: ObservationDelivery, elementKeyIDs: [UInt32]) {
         self.elementKeyIDs = elementKeyIDs
+        if !elementKeyIDs.isEmpty { _array = array }
         super.init(registrar: registrar, object: array, keyPath: keyPath, context: context, observer: observer,
                    options: options, delivery: delivery)
+    }
+
+    override func _didRemove() {
+        _array?._reconcileElementTracking()
+    }
+}
+
+/// An array that can stop element tracking once no registration asks for element keys.
+internal protocol _ElementTrackingOwner: AnyObject {
+    func _reconcileElementTracking()
+}
+
+extension ObservableArray: _ElementTrackingOwner {
+    /// Stops element tracking (every element leaves, the index is freed) when no live
+    /// registration on the array has element keys any more.
+    internal func _reconcileElementTracking() {
+        _lock.withLock {
+            guard let tracker = _tracker, tracker.isActive else { return }
+            let live = kvoRegistrar._registry.registrations(object: UInt(bitPattern: ObjectIdentifier(self)),
+                                                            keyID: _mutationKeyID)
+            let wanted = live.contains { !$0.isCancelled && !unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.isEmpty }
+            if !wanted {
+                tracker.deactivate(_storage)
+                _tracker = nil
+            }
+        }
     }
 }
 

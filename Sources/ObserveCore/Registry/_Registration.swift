@@ -57,6 +57,10 @@ internal class _AnyRegistration: @unchecked Sendable {
     @inlinable
     final var isCancelled: Bool { _cancelled.load(ordering: .acquiring) }
 
+    /// Called once after the registration was removed, with no lock held. Array registrations
+    /// use it to stop element tracking when the last element-key registration of an array goes.
+    func _didRemove() {}
+
     /// Whether the registration names an observer (observer-tagged rather than token-based).
     @inlinable
     final var hasObserver: Bool { observerAddress != 0 }

@@ -98,27 +98,29 @@ internal final class _Registry: @unchecked Sendable {
             return emptied
         }
         if emptied { _registrationsDidEmpty(object: registration.objectAddress, keyID: registration.keyID) }
+        if registration.isCancelled { registration._didRemove() }
     }
 
     /// Removes the registrations on `object` that match every non-nil filter; returns how many.
     @discardableResult
     func remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
                 where matches: (_AnyRegistration) -> Bool) -> Int {
-        let removed: Int = _withShard(for: object) { shard in
-            var removed = 0
+        let removed: [_AnyRegistration] = _withShard(for: object) { shard in
+            var removed: [_AnyRegistration] = []
             for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
                 shard.removeFromGroup(registration)
-                removed += 1
+                removed.append(registration)
             }
-            if removed > 0 {
+            if !removed.isEmpty {
                 registrar._invalidateCache()
-                liveCount.subtract(removed, ordering: .relaxed)
+                liveCount.subtract(removed.count, ordering: .relaxed)
                 shard.refreshMasks(object: object, registrar: registrar)
             }
             return removed
         }
-        if removed > 0 { _registrationsDidEmpty(object: object, keyID: keyID) }   // Chains/_RegistryHooks.swift
-        return removed
+        if !removed.isEmpty { _registrationsDidEmpty(object: object, keyID: keyID) }   // Chains/_RegistryHooks.swift
+        for registration in removed { registration._didRemove() }
+        return removed.count
     }
 
     /// Removes every registration on `object` (the object is going away).

@@ -176,19 +176,27 @@ struct ElementObservationTests {
         #expect(ObservationRuntime.liveRegistrationCount == before)
     }
 
-    @Test("an array with elements but no element observers costs the elements nothing", arguments: ObservationBackend.allCases)
-    func elementsLeaveWhenTrackingEnds(backend: ObservationBackend) {
+    @Test("cancelling the last element-key observer stops element tracking at once", arguments: ObservationBackend.allCases)
+    func cancellingStopsTracking(backend: ObservationBackend) {
         let ada = Student(backend, "ada")
-        do {
-            let array = ObservableArray([ada, ada], backend: backend)
-            let token = array.observe(elementKeyPaths: [\.name]) { _, _ in }
-            ada.name = "a"
-            token.cancel()
-            ada.name = "b"        // finds no observer: tracking ends, memberships released
-            #expect(array._elementIndexBytes == 0 || true)
-        }
-        // The array died: nothing holds ada's membership any more; a set is back on the fast path.
-        ada.name = "c"
+        let array = ObservableArray([ada, ada, Student(backend, "bob")], backend: backend)
+        #expect(array._elementIndexBytes == 0, "no index before any element-key observer")
+        let structural = array.observe { _, _ in }
+        let first = array.observe(elementKeyPaths: [\.name]) { _, _ in }
+        let observer = Watcher()
+        array.addObserver(observer, elementKeyPaths: [\.grade]) { _, _, _ in }
+        #expect(array._elementIndexBytes > 0)
+        first.cancel()
+        #expect(array._elementIndexBytes > 0, "another element-key registration remains")
+        array.removeObserver(observer, for: \ObservableArray<Student>.self)
+        #expect(array._elementIndexBytes == 0, "the index is freed when the last element-key registration goes")
+        var heard = 0
+        let again = array.observe(elementKeyPaths: [\.name]) { _, c in if c.kind == .elementChanged { heard += 1 } }
+        ada.name = "ada!"
+        #expect(heard == 1, "tracking restarts for a new element-key observer, with both occurrences in one change")
+        again.cancel()
+        structural.cancel()
+        #expect(array._elementIndexBytes == 0)
     }
 
     @Test(".initial delivers the current array at once", arguments: ObservationBackend.allCases)
