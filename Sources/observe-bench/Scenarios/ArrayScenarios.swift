@@ -567,8 +567,8 @@ struct ArrayBatchScenario: ArrayScenario {
     var notes: [String] {
         ["one op = one batch of 100 edits, edits included; diff and plain edit a [Int] of ids (diff: snapshot + "
          + "edits + after.difference(from: before)); the contents after every impl's batches are checked equal.",
-         "an insertion or removal in the middle of a ring moves the shorter side: O(min(i, N - i)) element moves, "
-         + "each updating the element-position index (c/swift) — a memmove for plain and diff."]
+         "an insertion or removal in the middle of a ring moves the shorter side, O(min(i, N - i)) elements, in bulk "
+         + "(memmove); c/swift then rebuild the element-position index once, lazily, when more than 64 moved."]
     }
 
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { heavySampling(config) }
