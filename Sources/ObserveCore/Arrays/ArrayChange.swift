@@ -55,11 +55,15 @@ public struct ArrayChange<Element> {
 
     /// One run of consecutive indices.
     public struct Run: Sendable, Equatable {
+        /// What happened to the elements of the run.
         public let kind: RunKind
+        /// The run's indices: old indices for removals and moves, new ones for insertions and
+        /// modifications.
         public let range: Range<Int>
         /// For ``RunKind/move``, the new index of the first element of the run.
         public let destination: Int?
 
+        /// A run (for comparing against expected changes in tests).
         public init(kind: RunKind, range: Range<Int>, destination: Int?) {
             self.kind = kind
             self.range = range

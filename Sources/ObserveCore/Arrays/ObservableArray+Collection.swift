@@ -8,7 +8,9 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { _lock.withLock { _storage.count } }
+    /// The number of elements (read under the array's lock).
     public var count: Int { _lock.withLock { _storage.count } }
+    /// Whether the array has no elements.
     public var isEmpty: Bool { count == 0 }
 
     @inlinable public func index(after i: Int) -> Int { i + 1 }
@@ -42,6 +44,8 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         }
     }
 
+    /// A slice of the array. Assigning a slice of the same length replaces those elements
+    /// (one ``ArrayChange/Kind/replace`` change); a different length is a precondition failure.
     public subscript(bounds: Range<Int>) -> Slice<ObservableArray<Element>> {
         get { Slice(base: self, bounds: bounds) }
         set {
@@ -67,6 +71,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         let _storage: _RingBuffer<Element>
         var _index = 0
 
+        /// The next element of the snapshot, or nil at its end.
         public mutating func next() -> Element? {
             guard _index < _storage.count else { return nil }
             defer { _index += 1 }
@@ -74,5 +79,6 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         }
     }
 
+    /// An iterator over the contents as they are now; later mutations do not affect it.
     public func makeIterator() -> Iterator { Iterator(_storage: _snapshot()) }
 }
