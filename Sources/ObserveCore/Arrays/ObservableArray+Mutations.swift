@@ -279,11 +279,19 @@ extension ObservableArray {
     /// - Complexity: O(1).
     @discardableResult
     public func removeFirst() -> Element {
-        _lock.lock()
-        let count = _storage.count
-        _lock.unlock()
-        precondition(count > 0, "ObservableArray.removeFirst: the array is empty")
-        return remove(at: 0)
+        var result: Element?
+        // The emptiness check and the removal are one critical section (as in popLast): another
+        // thread emptying the array in between cannot turn a valid call into an index trap.
+        _mutate {
+            precondition(_storage.count > 0, "ObservableArray.removeFirst: the array is empty")
+            let old = _storage.count
+            let removed = _removeElements(0..<1, capture: true)
+            result = removed[0]
+            if _batch != nil { _batchRemoved(at: 0, removed); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: 1)], removed: .values(removed), oldCount: old)
+        }
+        return result!
     }
 
     /// Removes the elements in `bounds`. Reports ``ArrayChange/Kind/remove``.
