@@ -13,7 +13,8 @@ public enum ObservationBackend: String, Sendable, CaseIterable {
 /// Registrations are spread over `shardCount` shards by the observed object's address; each
 /// shard has its own lock, table and groups, so threads working on unrelated objects rarely
 /// meet on a lock. Everything that touches a shard's state happens under that shard's lock;
-/// handlers are always called after it is released (collect under the lock, call out after).
+/// a notification reads the object's `_DispatchCache` (built under the lock, read without it)
+/// and handlers are always called with no registry lock held.
 @usableFromInline
 internal final class _Registry: @unchecked Sendable {
     static let c = _Registry(backend: .c)
@@ -137,12 +138,6 @@ internal final class _Registry: @unchecked Sendable {
         _withShard(for: object) { shard in body { shard.dispatchCache(object: object) } }
     }
 
-    /// The registrations to notify for a change of `keyID` on `object`, or nil when there are
-    /// none. The returned array is a snapshot: handlers may add and remove registrations freely.
-    @usableFromInline
-    func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
-        _withShard(for: object) { shard in shard.collect(object: object, keyID: keyID) }
-    }
 
     // MARK: Introspection
 

@@ -7,8 +7,8 @@
 /// - an empty `groups[s]` has `s` in `freeSlots`, exactly once;
 /// - no registration in a group is cancelled.
 ///
-/// A group is a `ContiguousArray`, so a notification takes a snapshot by copying it (one
-/// retain) and a later mutation copies the buffer only while such a snapshot is still alive.
+/// Notifications do not read groups directly: each object's `_DispatchCache` is built from them
+/// (under this lock) and read without it.
 internal final class _Shard: @unchecked Sendable {
     let lock = _Lock()
     private let _table: _RegistryTable
@@ -136,19 +136,6 @@ internal final class _Shard: @unchecked Sendable {
         return _DispatchCache(groups: groups)
     }
 
-    func collect(object: UInt, keyID: UInt32) -> ContiguousArray<_AnyRegistration>? {
-        let slots = _lookup(object: object, keyID: keyID)
-        switch slots.count {
-        case 0:
-            return nil
-        case 1:
-            return _groups[Int(slots[0])]
-        default:
-            var all = ContiguousArray<_AnyRegistration>()
-            for slot in slots { all.append(contentsOf: _groups[Int(slot)]) }
-            return all
-        }
-    }
 
     func registrations(object: UInt, keyID: UInt32?) -> [_AnyRegistration] {
         var result: [_AnyRegistration] = []
