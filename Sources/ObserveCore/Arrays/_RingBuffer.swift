@@ -69,9 +69,6 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         head = 0
     }
 
-    /// Whether one more element fits without reallocating.
-    @inline(__always) var isFull: Bool { count == capacity }
-
     /// Moves the element in slot `from` to the uninitialised slot `to`.
     @inline(__always) func moveSlot(from: Int, to: Int) {
         (base + to).moveInitialize(from: base + from, count: 1)
