@@ -65,9 +65,11 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     public var backend: ObservationBackend { _registry.backend }
 
     deinit {
-        _releaseCaches()
+        // Registrations first: once they are cancelled under the shard lock, no removal on
+        // another thread touches this registrar's caches, which can then be released.
         let object = _objectAddress.load(ordering: .acquiring)
         if object != 0 { _registry.removeObject(object) }
+        _releaseCaches()
         _asObserverLock.lock()
         let observing = _asObserver
         _asObserver = []

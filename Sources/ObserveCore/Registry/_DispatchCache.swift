@@ -100,8 +100,10 @@ extension KeyValueRegistrar {
         }
     }
 
-    /// Drops the current cache (the object's registrations changed). Called under the shard lock.
-    internal func _invalidateCache() {
+    /// Drops the current cache (the object's registrations changed). Called under `shard`'s lock;
+    /// the caches it frees are handed to the shard, to be released after the lock is dropped
+    /// (a cache may hold the last reference to a removed registration and its handler).
+    internal func _invalidateCache(deferringTo shard: _Shard) {
         let old = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         guard old != 0 else { return }
         let cache = Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
@@ -111,8 +113,8 @@ extension KeyValueRegistrar {
             _retired.removeAll()
             _hasRetired.store(false, ordering: .relaxed)
             _retireLock.unlock()
-            cache.release()
-            for entry in retired { entry.release() }
+            shard.deferRelease(cache.takeRetainedValue())
+            for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
         } else {
             _retired.append(cache)
             _hasRetired.store(true, ordering: .relaxed)
@@ -131,11 +133,15 @@ extension KeyValueRegistrar {
         for entry in retired { entry.release() }
     }
 
-    /// Releases the current and retired caches (deinit: no reader can exist any more).
+    /// Releases the current and retired caches. Called by deinit after the object's
+    /// registrations were removed: no reader and no invalidation can reach this registrar any more.
     internal func _releaseCaches() {
         let word = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         if word != 0 { Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: word)!).release() }
-        for entry in _retired { entry.release() }
+        _retireLock.lock()
+        let retired = _retired
         _retired.removeAll()
+        _retireLock.unlock()
+        for entry in retired { entry.release() }
     }
 }

@@ -27,9 +27,13 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// The shard slot of this registration's group; meaningful while not cancelled, and read
     /// and written only under the shard's lock.
     @exclusivity(unchecked) var _slot: UInt32 = 0
-    /// The registrar of the observed object. Valid while `_cancelled` is false when read under
-    /// the shard lock: the registrar's deinit cancels (under the same lock) before it goes away.
-    unowned(unsafe) let registrar: KeyValueRegistrar
+    /// The registrar of the observed object, unretained. Valid while `_cancelled` is false when
+    /// read under the shard lock: the registrar's deinit cancels (under the same lock) before it
+    /// goes away. Used only through `withRegistrar`, which takes no reference: a strong
+    /// reference taken under the shard lock could be the last one once the object dies on
+    /// another thread, and the registrar's deinit would then run, and take the same lock, on
+    /// this thread (a self-deadlock seen with `unowned(unsafe)`, whose loads retain).
+    private let _registrar: Unmanaged<KeyValueRegistrar>
     /// The registry holding this registration (registries live for the whole process).
     @usableFromInline let registry: _Registry
     let keyPath: AnyKeyPath
@@ -39,7 +43,7 @@ internal class _AnyRegistration: @unchecked Sendable {
     @usableFromInline
     init(registrar: KeyValueRegistrar, object: AnyObject, keyPath: AnyKeyPath, context: ObservationContext,
          observer: AnyObject?, options: ObservationOptions, delivery: ObservationDelivery) {
-        self.registrar = registrar
+        self._registrar = Unmanaged.passUnretained(registrar)
         self.registry = registrar._registry
         self.objectAddress = registrar._bind(to: object)
         self.keyID = _KeyTable.shared.id(for: keyPath)
@@ -52,6 +56,13 @@ internal class _AnyRegistration: @unchecked Sendable {
         case .inline: self._queue = nil
         case .queue(let queue): self._queue = queue
         }
+    }
+
+    /// Runs `body` on the observed object's registrar without retaining it. Call it only under
+    /// the shard lock, and only while the registration is not cancelled (see `_registrar`).
+    @inline(__always)
+    final func withRegistrar<R>(_ body: (KeyValueRegistrar) -> R) -> R {
+        _registrar._withUnsafeGuaranteedRef(body)
     }
 
     @inlinable

@@ -52,13 +52,18 @@ internal final class _Registry: @unchecked Sendable {
         return _shards[index]
     }
 
-    /// Runs `body` on `object`'s shard with its lock held.
+    /// Runs `body` on `object`'s shard with its lock held, then drops what `body` deferred
+    /// (`_Shard.deferRelease`) after unlocking: a registration, a closure or a dispatch cache
+    /// may hold the last reference to an object whose deinit re-enters the registry.
     @inline(__always)
     private func _withShard<R>(for object: UInt, _ body: (_Shard) -> R) -> R {
         shard(for: object)._withUnsafeGuaranteedRef { shard in
             shard.lock.lock()
-            defer { shard.lock.unlock() }
-            return body(shard)
+            let result = body(shard)
+            let garbage = shard.takeDeferredReleases()
+            shard.lock.unlock()
+            _ = consume garbage
+            return result
         }
     }
 
@@ -73,13 +78,14 @@ internal final class _Registry: @unchecked Sendable {
     private func _add(_ registration: _AnyRegistration, to shard: _Shard) -> Bool {
         let added = shard.add(registration)
         if added {
-            registration.registrar._invalidateCache()
             liveCount.add(1, ordering: .relaxed)
             let bit = _KeyTable.bit(for: registration.keyID)
-            let registrar = registration.registrar
-            registrar._observedMask.store(registrar._observedMask.load(ordering: .relaxed) | bit, ordering: .releasing)
-            if registration.options.contains(.prior) {
-                registrar._priorMask.store(registrar._priorMask.load(ordering: .relaxed) | bit, ordering: .releasing)
+            registration.withRegistrar { registrar in
+                registrar._invalidateCache(deferringTo: shard)
+                registrar._observedMask.store(registrar._observedMask.load(ordering: .relaxed) | bit, ordering: .releasing)
+                if registration.options.contains(.prior) {
+                    registrar._priorMask.store(registrar._priorMask.load(ordering: .relaxed) | bit, ordering: .releasing)
+                }
             }
         }
         return added
@@ -89,14 +95,16 @@ internal final class _Registry: @unchecked Sendable {
     func remove(_ registration: _AnyRegistration) {
         let emptied: Bool = _withShard(for: registration.objectAddress) { shard in
             guard !registration.isCancelled else { return false }
-            registration.registrar._invalidateCache()
-            let emptied = shard.removeFromGroup(registration)
-            liveCount.subtract(1, ordering: .relaxed)
-            // The masks change only when a key lost its last group or a .prior registration left.
-            if emptied || registration.options.contains(.prior) {
-                shard.refreshMasks(object: registration.objectAddress, registrar: registration.registrar)
+            return registration.withRegistrar { registrar in
+                registrar._invalidateCache(deferringTo: shard)
+                let emptied = shard.removeFromGroup(registration)
+                liveCount.subtract(1, ordering: .relaxed)
+                // The masks change only when a key lost its last group or a .prior registration left.
+                if emptied || registration.options.contains(.prior) {
+                    shard.refreshMasks(object: registration.objectAddress, registrar: registrar)
+                }
+                return emptied
             }
-            return emptied
         }
         if emptied { _registrationsDidEmpty(object: registration.objectAddress, keyID: registration.keyID) }
         if registration.isCancelled { registration._didRemove() }
@@ -113,7 +121,7 @@ internal final class _Registry: @unchecked Sendable {
                 removed.append(registration)
             }
             if !removed.isEmpty {
-                registrar._invalidateCache()
+                registrar._invalidateCache(deferringTo: shard)
                 liveCount.subtract(removed.count, ordering: .relaxed)
                 shard.refreshMasks(object: object, registrar: registrar)
             }

@@ -19,6 +19,8 @@ internal final class _Shard: @unchecked Sendable {
     @exclusivity(unchecked) private var _scratch: UnsafeMutablePointer<UInt32>
     @exclusivity(unchecked) private var _scratchCapacity = 16
     @exclusivity(unchecked) private var _entryScratch: [_TableEntry] = []
+    /// References dropped under the lock, released by `_Registry` after it unlocks.
+    @exclusivity(unchecked) private var _deferredReleases: [AnyObject] = []
 
     init(backend: ObservationBackend) {
         switch backend {
@@ -29,6 +31,19 @@ internal final class _Shard: @unchecked Sendable {
     }
 
     deinit { _scratch.deallocate() }
+
+    /// Keeps `object` alive until the lock is released (see `_Registry._withShard`).
+    func deferRelease(_ object: AnyObject) {
+        _deferredReleases.append(object)
+    }
+
+    /// What `deferRelease` collected, for the caller to drop once the lock is released.
+    @inline(__always)
+    func takeDeferredReleases() -> [AnyObject] {
+        if _fastPath(_deferredReleases.isEmpty) { return [] }
+        defer { _deferredReleases = [] }
+        return _deferredReleases
+    }
 
     private func _allocateSlot() -> UInt32 {
         if let slot = _freeSlots.popLast() { return slot }
@@ -63,6 +78,7 @@ internal final class _Shard: @unchecked Sendable {
                     if _groups[index][existing]._observer != nil { return false }
                     let dead = _groups[index].remove(at: existing)
                     dead._cancelled.store(true, ordering: .releasing)
+                    deferRelease(dead)
                     registration.registry.liveCount.subtract(1, ordering: .relaxed)
                 }
             }
@@ -101,6 +117,9 @@ internal final class _Shard: @unchecked Sendable {
         for slot in _table.removeObject(object) {
             for registration in _groups[Int(slot)] {
                 registration._cancelled.store(true, ordering: .releasing)
+                // Often the last reference (observer-tagged registrations live only here), and
+                // its handler's captures may re-enter the registry when released.
+                deferRelease(registration)
                 removed += 1
             }
             _groups[Int(slot)].removeAll(keepingCapacity: true)
