@@ -13,11 +13,10 @@ internal class _AnyHop: @unchecked Sendable {
     let linkIsOptional: Bool
     /// Whether the hop's value type is itself an `Optional`.
     let valueIsOptional: Bool
-    /// `keyPath.debugDescription`, and the same without its `\Root` prefix (chain resolution
-    /// compares them; computed once, when the key is declared, so that concurrent resolutions
-    /// only read them).
-    let pathDescription: String
-    let tailDescription: String
+    /// The key path's components (see `_KeyPathComponent`), which chain resolution matches
+    /// against a registered key path's; read once, when the key is declared. Nil when the key
+    /// path could not be read: such a hop is never part of a chain.
+    let components: [_KeyPathComponent]?
 
     init(keyPath: AnyKeyPath, keyID: UInt32, linkType: (any KeyValueObservable.Type)?, linkIsOptional: Bool,
          valueIsOptional: Bool) {
@@ -26,9 +25,7 @@ internal class _AnyHop: @unchecked Sendable {
         self.linkType = linkType
         self.linkIsOptional = linkIsOptional
         self.valueIsOptional = valueIsOptional
-        let description = keyPath.debugDescription
-        self.pathDescription = description
-        self.tailDescription = String(description.dropFirst(_rootPrefix(of: type(of: keyPath).rootType).count))
+        self.components = _KeyPathComponent.components(of: keyPath)
     }
 
     /// For a link: the object its value leads to on `object`, nil when the optional value is nil.
@@ -182,14 +179,4 @@ internal func _nilValue<Value>(_: Value.Type) -> Value {
 @inline(__always)
 internal func _identityCast<Source, Target>(_ value: Source, to: Target.Type) -> Target {
     withUnsafePointer(to: value) { $0.withMemoryRebound(to: Target.self, capacity: 1) { $0.pointee } }
-}
-
-/// The `\Root` prefix of every key path description rooted at `type` (`\Outer.Inner`, `\G<Int>`).
-internal func _rootPrefix(of type: Any.Type) -> String {
-    func open<T>(_: T.Type) -> String {
-        let identity: AnyKeyPath = \T.self
-        let text = identity.debugDescription
-        return text.hasSuffix(".self") ? String(text.dropLast(5)) : text
-    }
-    return _openExistential(type, do: open)
 }

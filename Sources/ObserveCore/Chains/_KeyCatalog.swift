@@ -6,18 +6,13 @@ import Synchronization
 ///
 /// Why a catalog. A registration names a key path; `\Person.address?.city` is announced by no
 /// setter, so ObserveCore must see that it is `Person.address` followed by `Address.city`. Swift
-/// cannot split a key path into components through public API, so the catalog works the other
-/// way round: every ``ObservableKey`` records itself here when it is created (one line in its
-/// initialiser), and a chain is *recognised* by composing declared keys until the composition
-/// is the registered key path:
-/// - links that are not optional compose with `appending(path:)`, and the result is compared
-///   with `==` (component by component: exact);
-/// - through an optional link Swift offers no generic way to build `\Root.address?.city`, so the
-///   composition is compared by description instead: a key path's `debugDescription` names each
-///   component by its stored field or by the address of its accessor, and marks optional
-///   chaining with `?`, so equal descriptions of paths built from declared keys mean the same
-///   components. Descriptions also prune the search (only keys whose description is a prefix of
-///   the target are extended), so resolution is linear in the chain's length.
+/// cannot split a key path or compose one through an optional link through public API, so the
+/// catalog works the other way round: every ``ObservableKey`` records itself here when it is
+/// created (one line in its initialiser), with its key path's components as the runtime stores
+/// them (`_KeyPathComponent`), and a chain is *recognised* by finding declared keys whose
+/// components, joined by optional-chain components after optional links, are the registered key
+/// path's — the same components key path equality compares, so the match is exact and does not
+/// depend on how key paths print (which differs between debug and release builds).
 /// `static let` keys are created lazily, so a key that has not been read yet is invisible here;
 /// classes list their keys through ``ObservableKeyListing``, which the catalog reads once per
 /// class before resolving anything rooted at or passing through it.
@@ -169,8 +164,9 @@ internal final class _KeyCatalog: @unchecked Sendable {
             }
             return kind(id)
         }
-        if Self._componentCount(keyPath, rootedAt: Root.self) >= 2 {
-            preconditionFailure(Self._unresolvedMessage(keyPath, Root.self))
+        if Self._componentCount(keyPath) >= 2 {
+            // fatalError, not preconditionFailure: the message must survive -O builds.
+            fatalError(Self._unresolvedMessage(keyPath, Root.self))
         }
         return _lock.withLock {
             if _kindLocked(id) == .unknown {
@@ -181,40 +177,40 @@ internal final class _KeyCatalog: @unchecked Sendable {
         }
     }
 
-    /// A search through compositions of declared keys, breadth first, extending only those whose
-    /// description is a prefix of the target's (see the type's comment).
+    /// A search through sequences of declared keys, breadth first, whose components spell the
+    /// target's: each link's components, then an optional-chain component after an optional
+    /// link; the leaf's components; and a final optional wrap when the chain went through an
+    /// optional link to a non-optional leaf (see `_KeyPathComponent`). Only sequences that
+    /// match a prefix of the target are extended, so resolution is linear in the chain's length.
     private func _resolveChain(_ target: AnyKeyPath, id: UInt32, root: Any.Type, value: Any.Type) -> [_AnyHop]? {
-        typealias Node = _ChainSearchNode
-        let targetDescription = target.debugDescription
-        var frontier: [Node] = []
-        for hop in _hops(rootedAt: root) where hop.keyID != id {
-            guard let linkType = hop.linkType else { continue }
-            let description = hop.pathDescription + (hop.linkIsOptional ? "?" : "")
-            guard targetDescription.hasPrefix(description + ".") else { continue }
-            frontier.append(Node(hops: [hop], description: description,
-                                 composed: hop.linkIsOptional ? nil : hop.keyPath, next: linkType))
-        }
+        guard let goal = _KeyPathComponent.components(of: target), goal.count >= 2 else { return nil }
+        var frontier: [_ChainSearchNode] = [_ChainSearchNode(hops: [], matched: 0, next: root)]
         var candidates = 0
-        for _ in 1..<Self._maximumChainLength where !frontier.isEmpty {
-            var nextFrontier: [Node] = []
+        for _ in 0..<Self._maximumChainLength where !frontier.isEmpty {
+            var nextFrontier: [_ChainSearchNode] = []
             for node in frontier {
                 ensureListed(node.next)
-                for hop in _hops(rootedAt: node.next) {
+                for hop in _hops(rootedAt: node.next) where hop.keyID != id {
                     candidates += 1
                     if candidates > Self._maximumCandidates { return nil }
-                    let description = node.description + hop.tailDescription
-                    let composed = node.composed.flatMap { $0.appending(path: hop.keyPath) }
-                    if let composed {
-                        if composed == target { return node.hops + [hop] }
-                    } else if description + (hop.valueIsOptional ? "" : "?") == targetDescription,
-                              hop.fits(chainValue: value) {
+                    guard let components = hop.components,
+                          goal.count - node.matched >= components.count,
+                          goal[node.matched..<node.matched + components.count].elementsEqual(components)
+                    else { continue }
+                    let matched = node.matched + components.count
+                    let rest = goal[matched...]
+                    let throughOptional = node.hops.contains { $0.linkIsOptional }
+                    if !node.hops.isEmpty, hop.fits(chainValue: value),
+                       rest.isEmpty || (throughOptional && rest.elementsEqual([.optionalWrap])) {
                         return node.hops + [hop]
                     }
                     guard let linkType = hop.linkType else { continue }
-                    let extended = description + (hop.linkIsOptional ? "?" : "")
-                    guard targetDescription.hasPrefix(extended + ".") else { continue }
-                    nextFrontier.append(Node(hops: node.hops + [hop], description: extended,
-                                             composed: hop.linkIsOptional ? nil : composed, next: linkType))
+                    if hop.linkIsOptional {
+                        guard rest.first == .optionalChain else { continue }
+                        nextFrontier.append(_ChainSearchNode(hops: node.hops + [hop], matched: matched + 1, next: linkType))
+                    } else {
+                        nextFrontier.append(_ChainSearchNode(hops: node.hops + [hop], matched: matched, next: linkType))
+                    }
                 }
             }
             frontier = nextFrontier
@@ -222,24 +218,15 @@ internal final class _KeyCatalog: @unchecked Sendable {
         return nil
     }
 
-    /// How many components `keyPath` has, counted on its description (dots outside brackets).
-    private static func _componentCount(_ keyPath: AnyKeyPath, rootedAt root: Any.Type) -> Int {
-        let description = keyPath.debugDescription
-        let prefix = _rootPrefix(of: root)
-        guard description.hasPrefix(prefix) else { return 1 }
-        var depth = 0, dots = 0
-        var previous: Character = " "
-        for character in description.dropFirst(prefix.count) {
-            switch character {
-            case "<", "(", "[": depth += 1
-            case ">" where previous != "-": depth -= 1
-            case ")", "]": depth -= 1
-            case "." where depth == 0: dots += 1
-            default: break
+    /// How many property components `keyPath` has (optional chaining aside); 1 when unreadable.
+    private static func _componentCount(_ keyPath: AnyKeyPath) -> Int {
+        guard let components = _KeyPathComponent.components(of: keyPath) else { return 1 }
+        return components.filter {
+            switch $0 {
+            case .optionalChain, .optionalWrap, .optionalForce: return false
+            default: return true
             }
-            previous = character
-        }
-        return dots
+        }.count
     }
 
     private static func _unresolvedMessage(_ keyPath: AnyKeyPath, _ root: Any.Type) -> String {
@@ -252,13 +239,12 @@ internal final class _KeyCatalog: @unchecked Sendable {
     }
 }
 
-/// A composition of declared keys that may grow into a registered chain (see `_resolveChain`).
+/// A sequence of declared keys whose components spell the first `matched` components of a
+/// registered chain (see `_resolveChain`); `next` is the class the last link leads to.
 private struct _ChainSearchNode {
     var hops: [_AnyHop]
-    var description: String
-    /// The composed key path, while every link so far is non-optional; nil after an optional one.
-    var composed: AnyKeyPath?
-    var next: any KeyValueObservable.Type
+    var matched: Int
+    var next: Any.Type
 }
 
 /// How to make the driver of one derived key (a chain or a dependent key) for one object.
