@@ -4,6 +4,7 @@
 
 import CObserveCore
 import Foundation
+import Synchronization
 import XCTest
 
 /// Builds a registration key (`reserved_` is always 0 here; tests that need it set build the
@@ -132,10 +133,20 @@ final class TestRegistry {
 }
 
 /// A malloc-backed allocator that counts what it hands out and fails while `failing` is set (or
-/// once `failAfter` more allocations have succeeded). `cAllocator` refers to the instance without
-/// retaining it: whoever passes it to `create_with` keeps the instance alive until the registry is
-/// destroyed (`TestRegistry` does).
-final class CountingAllocator {
+/// once `failAfter` more allocations have succeeded).
+///
+/// Lifetime: `cAllocator` refers to the instance without retaining it, and a C structure made
+/// with it calls back until it is destroyed — often after the test's last Swift use of the
+/// allocator, which is where an optimised build may end the allocator's lifetime (a release run
+/// crashed on exactly that). So every instance is kept for the rest of the process by
+/// `_everyAllocator`; they are a few dozen small objects.
+final class CountingAllocator: @unchecked Sendable {   // used from one test thread at a time
+    private static let _everyAllocator = Mutex<[CountingAllocator]>([])
+
+    init() {
+        Self._everyAllocator.withLock { $0.append(self) }
+    }
+
     var failing = false
     /// When non-nil, the allocation after this many more successful ones fails (and sets
     /// `failing`).

@@ -98,9 +98,12 @@ struct LifetimeTests {
                 tokens.append(person.observe(\.age) { _, _ in })
                 person.addObserver(watchers[i % 5], for: \.name, context: .init(rawValue: UInt(i % 3))) { _, _, _ in }
             }
-            #expect(ObservationRuntime.liveRegistrationCount >= 100)
-            for person in people { person.age += 1; person.name = "x" }
-            _ = tokens
+            // The optimiser may end a local's lifetime at its last use (the watchers would die
+            // after the loop, and their registrations with them): keep both explicitly.
+            withExtendedLifetime((tokens, watchers)) {
+                #expect(ObservationRuntime.liveRegistrationCount >= 100)
+                for person in people { person.age += 1; person.name = "x" }
+            }
         }
         #expect(ObservationRuntime.liveRegistrationCount == 0)
         ObservationRuntime._checkInvariants()
