@@ -92,6 +92,25 @@ extension ObservableArray {
         return removed
     }
 
+    /// Moves the element at logical `from` to logical `to`, shifting the elements between by one
+    /// place toward `from`; the element tracker's index follows every element that moved.
+    internal func _moveElement(from: Int, to: Int) {
+        let ring = _storage
+        let fromSlot = ring.slot(from)
+        // Its index entry goes first: while the others shift, two entries could otherwise name
+        // the same slot, and the index finds an entry to move by element and slot.
+        _tracker?.lift(ring.base[fromSlot], slot: fromSlot, ring: ring)
+        let element = (ring.base + fromSlot).move()
+        if to > from {
+            _shift(from: from + 1, to: from, count: to - from)
+        } else {
+            _shift(from: to, to: to + 1, count: from - to)
+        }
+        let toSlot = ring.slot(to)
+        (ring.base + toSlot).initialize(to: element)
+        _tracker?.place(ring.base[toSlot], slot: toSlot, ring: ring)
+    }
+
     /// Replaces the element at `index`; returns the old one.
     internal func _replaceElement(at index: Int, with element: Element) -> Element {
         let ring = _storage, slot = ring.slot(index)
@@ -410,13 +429,23 @@ extension ObservableArray {
 
     /// Moves the element at `from` so that it ends up at index `to`: ``ArrayChange/Kind/move``
     /// (nothing when `from == to`).
+    ///
+    /// Reported as one move run (`from` → `to`); the elements between shift by one place
+    /// implicitly, as the run format defines.
+    /// - Complexity: O(|to - from|) element moves, whatever the array's length.
     public func move(from: Int, to: Int) {
-        _reorder { count in
-            precondition(from >= 0 && from < count && to >= 0 && to < count,
-                         "ObservableArray.move: indices \(from) -> \(to) out of range for count \(count)")
-            var permutation = Array(0..<count)
-            permutation.insert(permutation.remove(at: from), at: to)
-            return permutation
+        _mutate {
+            let count = _storage.count
+            if !(from >= 0 && from < count && to >= 0 && to < count) {
+                // fatalError, not precondition: the message must survive -O builds.
+                fatalError("ObservableArray.move: indices \(from) -> \(to) out of range for count \(count)")
+            }
+            guard from != to else { return nil }
+            _moveElement(from: from, to: to)
+            if let batch = _batch { batch.composer.move(from: from, to: to); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.move, runs: [_ArrayRun(.move, start: from, length: 1, to: to)], removed: .none,
+                            oldCount: count)
         }
     }
 

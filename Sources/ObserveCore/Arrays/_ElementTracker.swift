@@ -7,6 +7,11 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
     /// The element moved from one slot to another.
     func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {}
+    /// The element at `slot` is about to be lifted out while others shift into its place; its
+    /// index entry goes (membership is kept). Pair with `place(_:slot:ring:)`.
+    func lift(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    /// A lifted element is back in the ring at `slot`.
+    func place(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
     /// Every slot may have changed (ring reallocated or reordered): re-index from the ring.
     func rebuild(_ ring: _RingBuffer<Element>) {}
     /// Every element is leaving (removeAll, or the tracker is being shut down).
@@ -87,6 +92,16 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if _stale { element.kvoRegistrar._leaveArray(); return }
         _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
         element.kvoRegistrar._leaveArray()
+    }
+
+    override func lift(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        if _stale { return }
+        _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
+    }
+
+    override func place(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+        if _stale { return }
+        _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
     }
 
     override func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {

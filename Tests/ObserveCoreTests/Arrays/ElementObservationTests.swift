@@ -46,6 +46,36 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("after moves near and far, element changes report the elements' new indices", arguments: ObservationBackend.allCases)
+    func elementIndicesFollowMoves(backend: ObservationBackend) {
+        // 300 elements: moves across more than the index's per-element update limit too.
+        let roster = (0..<300).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(roster, backend: backend)
+        var reported: [Int] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { reported += change.elements.map(\.newIndex!) }
+        }
+        var model = roster
+        var rng = SplitMix(seed: 0x3C0F_FEE5)
+        for round in 0..<200 {
+            let from = Int.random(in: 0..<300, using: &rng), to = Int.random(in: 0..<300, using: &rng)
+            array.move(from: from, to: to)
+            model.insert(model.remove(at: from), at: to)
+            let probe = Int.random(in: 0..<300, using: &rng)
+            reported.removeAll()
+            model[probe].name = "r\(round)"
+            #expect(reported == [probe], "round \(round): moved \(from) -> \(to)")
+        }
+        #expect(Array(array).map(\.name) == model.map(\.name))
+        array._checkInvariants()
+        array.performBatchUpdates { $0.move(from: 0, to: 299); $0.move(from: 10, to: 5) }
+        model.insert(model.remove(at: 0), at: 299)
+        model.insert(model.remove(at: 10), at: 5)
+        #expect(Array(array).map(\.name) == model.map(\.name))
+        array._checkInvariants()
+        token.cancel()
+    }
+
     @Test("an element present twice is reported with both indices; in two arrays, to each", arguments: ObservationBackend.allCases)
     func duplicatesAndSharedElements(backend: ObservationBackend) {
         let ada = Student(backend, "ada"), bob = Student(backend, "bob")

@@ -151,6 +151,21 @@ struct ObservableArrayTests {
         #expect(Array(array) == [1, 2, 3])
     }
 
+    @Test("move(from:to:) reports one move run, in either direction", arguments: ObservationBackend.allCases)
+    func moveReportsOneRun(backend: ObservationBackend) {
+        let array = ObservableArray(Array(0..<10), backend: backend)
+        let c = changes(of: array) { array in
+            array.move(from: 2, to: 7)
+            array.move(from: 9, to: 0)
+            array.move(from: 4, to: 4)                      // nothing
+        }
+        #expect(c.map(\.kind) == [.move, .move])
+        #expect(c.map(\.runs.count) == [1, 1], "the elements between shift implicitly")
+        #expect(describe(c[0]) == ["2 2->7"])
+        #expect(describe(c[1]) == ["9 9->0"])
+        #expect(Array(array) == [9, 0, 1, 3, 4, 5, 6, 7, 2, 8])
+    }
+
     @Test("replaceSubrange reports removals and insertions", arguments: ObservationBackend.allCases)
     func replaceSubrange(backend: ObservationBackend) {
         let array = ObservableArray([0, 1, 2, 3], backend: backend)
