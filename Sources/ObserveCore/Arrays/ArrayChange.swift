@@ -127,6 +127,11 @@ public struct ArrayChange<Element> {
                                oldArray: oldArray, newArray: newArray)
     }
 
+    /// A change made of a filled box (the element-change path, which recycles boxes).
+    internal init(_box box: _ArrayChangeBox<Element>) {
+        _box = box
+    }
+
     /// The runs of the change in canonical order: removals, insertions, moves, modifications,
     /// each ascending. Cheap: no element is touched.
     public var runs: [Run] {
@@ -350,20 +355,58 @@ internal struct IndexRanges {
 }
 
 /// The storage of an ``ArrayChange``.
+///
+/// Immutable once a change holding it has been handed out, with one exception that no reader
+/// can see: an array recycles the box of an element change (`ObservableArray._elementDidChange`)
+/// when, after delivery, nothing but the array refers to it — no handler kept the change, no
+/// queue holds it — and refills it for the next element change, so that delivering one
+/// allocates nothing. (Hence `var`s, whose dynamic exclusivity checks are off: the box is
+/// written only while exactly one owner holds it.)
 @usableFromInline
 internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
-    @usableFromInline let kind: ArrayChange<Element>.Kind
-    @usableFromInline let runs: [_ArrayRun]
-    @usableFromInline let removed: _RemovedValues<Element>
-    @usableFromInline let snapshot: _RingBuffer<Element>?
-    @usableFromInline let oldCount: Int
-    @usableFromInline let newCount: Int
-    @usableFromInline let isInitial: Bool
-    @usableFromInline let elementKeyPath: AnyKeyPath?
-    @usableFromInline let elementOldValue: Any?
-    @usableFromInline let elementNewValue: Any?
-    @usableFromInline let oldArray: ObservableArray<Element>?
-    @usableFromInline let newArray: ObservableArray<Element>?
+    @usableFromInline @exclusivity(unchecked) var kind: ArrayChange<Element>.Kind
+    @usableFromInline @exclusivity(unchecked) var runs: [_ArrayRun]
+    @usableFromInline @exclusivity(unchecked) var removed: _RemovedValues<Element>
+    @usableFromInline @exclusivity(unchecked) var snapshot: _RingBuffer<Element>?
+    @usableFromInline @exclusivity(unchecked) var oldCount: Int
+    @usableFromInline @exclusivity(unchecked) var newCount: Int
+    @usableFromInline @exclusivity(unchecked) var isInitial: Bool
+    @usableFromInline @exclusivity(unchecked) var elementKeyPath: AnyKeyPath?
+    @usableFromInline @exclusivity(unchecked) var elementOldValue: Any?
+    @usableFromInline @exclusivity(unchecked) var elementNewValue: Any?
+    @usableFromInline @exclusivity(unchecked) var oldArray: ObservableArray<Element>?
+    @usableFromInline @exclusivity(unchecked) var newArray: ObservableArray<Element>?
+
+    /// An empty element-change box, to be filled by `fillElementChange`.
+    init() {
+        kind = .elementChanged
+        runs = []
+        removed = .none
+        oldCount = 0
+        newCount = 0
+        isInitial = false
+    }
+
+    /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
+    /// been filled already.
+    func fillElementChange(snapshot: _RingBuffer<Element>, keyPath: AnyKeyPath?, oldValue: Any?, newValue: Any?) {
+        self.snapshot = snapshot
+        oldCount = snapshot.count
+        newCount = snapshot.count
+        elementKeyPath = keyPath
+        elementOldValue = oldValue
+        elementNewValue = newValue
+    }
+
+    /// Drops what the last change referred to (above all the snapshot: while held, the array's
+    /// next mutation would copy its storage), keeping the runs' capacity.
+    func clearForReuse() {
+        runs.removeAll(keepingCapacity: true)
+        snapshot = nil
+        elementKeyPath = nil
+        elementOldValue = nil
+        elementNewValue = nil
+    }
 
     init(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
          snapshot: _RingBuffer<Element>?, oldCount: Int, newCount: Int, isInitial: Bool, elementKeyPath: AnyKeyPath?,

@@ -257,17 +257,34 @@ extension ObservableArray {
     /// Called by the tracker when a property of `element` changed.
     internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
                                     oldValue: Any, newValue: Any) {
+        // The box is held only by `boxObject` across the calls below (each downcast is a
+        // temporary), so that `_recycle` finds it uniquely referenced when no handler kept it.
+        var boxObject = _takeChangeBox()
+        if let (cache, range) = _prepareElementChange(unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self),
+                                                      tracker: tracker, keyID: keyID, element: element,
+                                                      oldValue: oldValue, newValue: newValue) {
+            _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
+                                  cache: cache, range: range, keyID: keyID)
+        }
+        _recycle(&boxObject)
+    }
+
+    /// Under the array's lock: fills `box` with the element change and enters a read section on
+    /// the observers that want it; nil (lock released, no section held) when nobody does.
+    private func _prepareElementChange(_ box: _ArrayChangeBox<Element>, tracker: _AnyElementTracker<Element>,
+                                       keyID: UInt32, element: Element, oldValue: Any, newValue: Any)
+    -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
         _lock.lock()
-        guard tracker === _tracker, tracker.isActive else { _lock.unlock(); return }
-        let indices = tracker.indices(of: element, ring: _storage)
-        guard !indices.isEmpty, let (cache, range) = _observers() else {
+        defer { _lock.unlock() }
+        guard tracker === _tracker, tracker.isActive,
+              tracker.appendModifyRuns(of: element, ring: _storage, to: &box.runs) else { return nil }
+        guard let (cache, range) = _observers() else {
             // Nobody observes any more: stop tracking (every element leaves) — the lazy end of
             // element tracking once the last element-key observer is gone. The stopped tracker
             // is uninstalled too: left in place, it would still be told of every insertion and
             // removal (hardening: RegressionTests).
             if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { tracker.deactivate(_storage); _tracker = nil }
-            _lock.unlock()
-            return
+            return nil
         }
         var wanted = false, anyElementKeys = false, wantsOld = false, wantsNew = false
         let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
@@ -284,21 +301,50 @@ extension ObservableArray {
         }
         guard wanted else {
             if !anyElementKeys { tracker.deactivate(_storage); _tracker = nil }
-            _lock.unlock()
             kvoRegistrar._leaveReadSection()
-            return
+            return nil
         }
-        var runs: [_ArrayRun] = []
-        for index in indices {
-            if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
-            else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
+        box.fillElementChange(snapshot: _storage, keyPath: tracker.keyPath(for: keyID),
+                              oldValue: wantsOld ? oldValue : nil, newValue: wantsNew ? newValue : nil)
+        return (cache, range)
+    }
+
+    /// Delivers an element change to the registrations in `range` that asked for `keyID`, then
+    /// leaves the read section `_observers()` entered. (What `_PendingArrayNotification` does,
+    /// without a generic struct on the path: its metadata was looked up on every change.)
+    private func _deliverElementChange(_ change: ArrayChange<Element>, cache: Unmanaged<_DispatchCache>,
+                                       range: Range<Int>, keyID: UInt32) {
+        defer { kvoRegistrar._leaveReadSection() }
+        guard kvoRegistrar._enterDelivery(keyID: _mutationKeyID) else { return }
+        defer { _ThreadDepth.leave() }
+        let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
+        for index in range {
+            registrations[index]._withUnsafeGuaranteedRef { entry in
+                guard unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(keyID) else { return }
+                unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(self, change)
+            }
         }
-        let change = ArrayChange(kind: .elementChanged, runs: runs, removed: .none, snapshot: _storage,
-                                 oldCount: _storage.count, newCount: _storage.count,
-                                 elementKeyPath: tracker.keyPath(for: keyID),
-                                 elementOldValue: wantsOld ? oldValue : nil, elementNewValue: wantsNew ? newValue : nil)
-        _lock.unlock()
-        _PendingArrayNotification(array: self, cache: cache, range: range, change: change, elementKeyID: keyID).deliver()
+    }
+
+    /// The recycled element-change box, or a new one. The box travels as `AnyObject` (and is
+    /// used through `unsafeDowncast`): `Unmanaged` and `isKnownUniquelyReferenced` of the generic
+    /// box type looked up its generic metadata on every change.
+    private func _takeChangeBox() -> AnyObject {
+        let bits = _spareChangeBox.exchange(0, ordering: .acquiring)
+        if bits == 0 { return _ArrayChangeBox<Element>() }
+        return Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+    }
+
+    /// Keeps `box` for the next element change when nothing else refers to it (a handler that
+    /// kept the change, or a queue delivery still pending, keeps the box to itself).
+    private func _recycle(_ box: inout AnyObject) {
+        guard isKnownUniquelyReferenced(&box) else { return }
+        unsafeDowncast(box, to: _ArrayChangeBox<Element>.self).clearForReuse()
+        let retained = Unmanaged<AnyObject>.passRetained(box)
+        let bits = UInt(bitPattern: retained.toOpaque())
+        if !_spareChangeBox.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged {
+            retained.release()
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An array whose every mutation is reported to its observers, with the exact indices that
 /// changed, and whose elements' properties can be observed without one registration per element.
 ///
@@ -45,6 +47,9 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     @exclusivity(unchecked) internal var _batch: _BatchState<Element>?
     /// Key id of the array's mutations (an identity key path of this array type).
     internal let _mutationKeyID: UInt32
+    /// A recycled element-change box (`Unmanaged` bits, 0 = none), owned by the array; see
+    /// `_ArrayChangeBox` and `_elementDidChange`.
+    internal let _spareChangeBox = Atomic<UInt>(0)
 
     /// An empty array whose observations live in the default backend's registry.
     public required convenience init() {
@@ -69,6 +74,8 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     deinit {
         _lock.withLock { _tracker?.deactivate(_storage) }
+        let spare = _spareChangeBox.exchange(0, ordering: .acquiring)
+        if spare != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release() }
     }
 
     // MARK: Storage helpers (caller holds the lock)

@@ -221,6 +221,14 @@ internal final class _CPositionIndex: _PositionIndexing {
         for i in 0..<n { slots.append(_scratch[i]) }
     }
 
+    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32? {
+        var slot: UInt32 = 0, n = 0
+        let status = cobs_positions_lookup(_pos, ring, mask, element, &slot, 1, &n)
+        if status == COBS_BUFFER_TOO_SMALL { return nil }
+        _CArrayStatus.check(status, "cobs_positions_lookup")
+        return n == 1 ? slot : nil
+    }
+
     @inline(never)
     private func _growScratch(to count: Int) {
         _scratch.deallocate()

@@ -456,6 +456,10 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         if let more = _more[element] { slots.append(contentsOf: more) }
     }
 
+    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32? {
+        _more[element] == nil ? _first[element] : nil
+    }
+
     func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count n: Int) {
         if !Self._maskIsValid(mask) || head > mask || n < 0 || UInt64(n) > UInt64(mask) + 1 {
             Self._fail("rebuild: invalid arguments (mask \(mask), head \(head), count \(n))")

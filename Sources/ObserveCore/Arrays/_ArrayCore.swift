@@ -57,6 +57,9 @@ internal protocol _PositionIndexing: AnyObject {
     func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32)
     /// Replaces the contents of `slots` with the slots holding `element` (unordered).
     func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32])
+    /// The slot of `element` when it is in the ring exactly once; nil when it is absent or
+    /// present several times (then use `lookup`). Allocates nothing.
+    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32?
     func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count: Int)
     func clear()
     var count: Int { get }

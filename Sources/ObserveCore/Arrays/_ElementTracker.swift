@@ -20,6 +20,10 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     var isActive: Bool { false }
     /// The logical indices of `element`, ascending (lock held).
     func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] { [] }
+    /// Appends `element`'s indices to `runs` as canonical modify runs (ascending, touching ones
+    /// merged); false when the element is not in the array. Allocates nothing for an element
+    /// present once (lock held).
+    func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool { false }
     /// Whether the position index matches the ring (false after `invalidatePositions`).
     var isIndexed: Bool { true }
     /// The ring was reshuffled in bulk: the index is stale until rebuilt on next use. Element
@@ -135,6 +139,28 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
         if _slots.count == 1 { return [(Int(_slots[0]) &- ring.head) & ring.mask] }
         return _slots.map { (Int($0) &- ring.head) & ring.mask }.sorted()
+    }
+
+    override func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {
+        guard ring.capacity > 0 else { return false }
+        _refresh(ring)
+        if let slot = _index.singleSlot(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element)) {
+            runs.append(_ArrayRun(.modify, start: (Int(slot) &- ring.head) & ring.mask, length: 1))
+            return true
+        }
+        _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
+        switch _slots.count {
+        case 0:
+            return false
+        case 1:
+            runs.append(_ArrayRun(.modify, start: (Int(_slots[0]) &- ring.head) & ring.mask, length: 1))
+        default:
+            for index in _slots.map({ (Int($0) &- ring.head) & ring.mask }).sorted() {
+                if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
+                else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
+            }
+        }
+        return true
     }
 
     /// Heap bytes of the position index (benchmark figures).

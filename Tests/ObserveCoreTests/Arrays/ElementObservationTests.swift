@@ -1,3 +1,4 @@
+import Dispatch
 import ObserveCore
 import Testing
 
@@ -74,6 +75,37 @@ struct ElementObservationTests {
         #expect(Array(array).map(\.name) == model.map(\.name))
         array._checkInvariants()
         token.cancel()
+    }
+
+    @Test("an element change kept by a handler stays what it was while later changes are delivered",
+          arguments: ObservationBackend.allCases)
+    func keptElementChangesAreStable(backend: ObservationBackend) {
+        // The array recycles the storage of an element change that nobody kept: a kept change,
+        // or one waiting in a delivery queue, must never be refilled by the next change.
+        let roster = students(backend, "ada", "bob", "cy")
+        let array = ObservableArray(roster, backend: backend)
+        var kept: [ArrayChange<Student>] = []
+        var everyOther = false
+        let token = array.observe(options: [.old, .new], elementKeyPaths: [\.name]) { _, change in
+            everyOther.toggle()
+            if everyOther { kept.append(change) }
+        }
+        let queue = DispatchQueue(label: "kept-element-changes")
+        queue.suspend()
+        var queued: [String] = []
+        let queuedToken = array.observe(options: [.new], elementKeyPaths: [\.name], delivery: .queue(queue)) { _, change in
+            queued.append("\(change.elementNewValue as! String)@\(change.elements.map(\.newIndex!))")
+        }
+        for round in 0..<6 { roster[round % 3].name = "n\(round)" }
+        #expect(kept.count == 3)
+        #expect(kept.map { $0.elementNewValue as? String } == ["n0", "n2", "n4"])
+        #expect(kept.map { $0.elementOldValue as? String } == ["ada", "cy", "n1"])
+        #expect(kept.map { $0.elements.map(\.newIndex!) } == [[0], [2], [1]])
+        queue.resume()
+        queue.sync {}
+        #expect(queued == ["n0@[0]", "n1@[1]", "n2@[2]", "n3@[0]", "n4@[1]", "n5@[2]"])
+        token.cancel()
+        queuedToken.cancel()
     }
 
     @Test("an element present twice is reported with both indices; in two arrays, to each", arguments: ObservationBackend.allCases)
