@@ -129,6 +129,8 @@ struct NaiveArrayChange {
     /// First index concerned (element changes: the element's index).
     var index: Int
     var count: Int
+    /// Element changes: the property's new value; single insertions: the element's id.
+    var value = 0
 }
 
 /// The seeds' approach to observing an array's elements, written plainly: an array wrapper that
@@ -183,12 +185,12 @@ final class NaiveObservedArray: @unchecked Sendable {
 
     private func register(_ element: NaiveStudent) -> NaiveToken {
         NaiveRegistry.shared.observe(element, property: NaiveStudent.gradeProperty) {
-            [unowned self] (element: NaiveStudent, _: Int, _: Int) in
-            self.elementDidChange(element)
+            [unowned self] (element: NaiveStudent, _: Int, new: Int) in
+            self.elementDidChange(element, new)
         }
     }
 
-    private func elementDidChange(_ element: NaiveStudent) {
+    private func elementDidChange(_ element: NaiveStudent, _ value: Int) {
         let index: Int? = state.withLock { state in
             switch indexing {
             case .map: return state.entries[ObjectIdentifier(element)]?.index
@@ -196,7 +198,7 @@ final class NaiveObservedArray: @unchecked Sendable {
             }
         }
         guard let index else { return }
-        observer(NaiveArrayChange(kind: .elementChanged, index: index, count: 1))
+        observer(NaiveArrayChange(kind: .elementChanged, index: index, count: 1, value: value))
     }
 
     /// Adds `delta` to every recorded index >= `from`, in place (no re-hashing).
@@ -224,7 +226,7 @@ final class NaiveObservedArray: @unchecked Sendable {
                 state.tokens.insert(token, at: index)
             }
         }
-        observer(NaiveArrayChange(kind: .insert, index: index, count: 1))
+        observer(NaiveArrayChange(kind: .insert, index: index, count: 1, value: element.id))
     }
 
     func append(contentsOf elements: [NaiveStudent]) {

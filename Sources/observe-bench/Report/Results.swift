@@ -218,6 +218,11 @@ struct Target {
         + "lazily once), so at 100k the edits' own memmoves, not the encoding, set the floor; meeting it needs "
         + "storage whose middle edits move few elements (chunked / B-tree)."
 
+    static let mixedNote = "every middle insertion, removal or move that shifts more than 64 elements marks the "
+        + "element-position index stale, and the next element change rebuilds it from all N elements; a tick "
+        + "interleaves 30 such edits with 300 element changes, so it pays ~30 full rebuilds. Meeting it needs an "
+        + "index kept right incrementally, per chunk of a chunked storage, so no local edit costs O(N)."
+
     /// The targets of issue 2 (foundation), the arrays issue and issue 4, for ObserveCore's C path.
     static func all() -> [Target] {
         let k100 = 100_000
@@ -253,6 +258,12 @@ struct Target {
             Target(label: "array.batch-100 @100k >= 100x faster than diff", scenario: "array.batch-100", impl: .c,
                    peer: .diff, rule: .fasterAtLeast(100), source: "issue 4", n: k100, peerN: k100,
                    whenMissed: Target.batchNote),
+            Target(label: "array.mixed @50k >= 5x faster than per-element-naive", scenario: "array.mixed", impl: .c,
+                   peer: .perElementNaive, rule: .fasterAtLeast(5), source: "array engine issue",
+                   n: ArrayMixedScenario.defaultCount, peerN: ArrayMixedScenario.defaultCount, whenMissed: Target.mixedNote),
+            Target(label: "array.mixed @50k faster than re-diffing a plain array", scenario: "array.mixed", impl: .c,
+                   peer: .diff, rule: .fasterAtLeast(1), source: "array engine issue",
+                   n: ArrayMixedScenario.defaultCount, peerN: ArrayMixedScenario.defaultCount, whenMissed: Target.mixedNote),
             // The meaning of the ratios in absolute figures (issue 3, in brackets): a quiet machine only.
             Target(label: "array.setup @100k <= 20 ns per element (absolute)", scenario: "array.setup", impl: .c,
                    peer: nil, rule: .absoluteAtMost(20), source: "issue 3 (absolute; quiet machine)", n: k100,

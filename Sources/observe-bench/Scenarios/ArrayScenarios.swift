@@ -59,7 +59,7 @@ private func readRuns(_ change: ArrayChange<KVOStudent>, _ sink: Sink) {
 /// Starts a naive-registry fixture from an empty table, as in a fresh process (a Swift
 /// Dictionary keeps its capacity when emptied: without this, the first fixture's growth would
 /// be paid once and hidden from every later one) and hands the memory back afterwards.
-private func freshNaiveTable() { NaiveRegistry.shared.releaseStorageIfEmpty() }
+func freshNaiveTable() { NaiveRegistry.shared.releaseStorageIfEmpty() }
 
 /// Median of the measured values, leaving out the first when there are several (the first
 /// batch of a fixture may pay one-time initialisation).

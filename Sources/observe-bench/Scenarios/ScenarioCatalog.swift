@@ -19,6 +19,9 @@ enum ScenarioCatalog {
         for name in arrayScenarioNames {
             scenarios.append(contentsOf: try! parse(name, elementCounts: elementCounts))
         }
+        // The service-shaped mix runs at one size in the default suite (its target is stated at
+        // 50k; a --quick or --elements run with smaller arrays runs it at their largest size).
+        scenarios.append(ArrayMixedScenario(n: min(ArrayMixedScenario.defaultCount, elementCounts.max() ?? 0)))
         return scenarios
     }
 
@@ -30,6 +33,7 @@ enum ScenarioCatalog {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
                     + "threads.2-distinct, " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
+                    + ", array.mixed"
             }
         }
     }
@@ -47,6 +51,7 @@ enum ScenarioCatalog {
         case "array.insert-front": return elementCounts.map { ArrayInsertFrontScenario(n: $0) }
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
+        case "array.mixed": return elementCounts.map { ArrayMixedScenario(n: $0) }
         default: throw ParseError.unknown(name)
         }
     }
