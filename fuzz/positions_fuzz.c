@@ -147,6 +147,7 @@ enum {
     OP_CLEAR,
     OP_FAIL_NEXT,
     OP_INVALID,
+    OP_SHIFT,   /* a: first slot, b: count, direction and distance of a block move */
     OP_COUNT
 };
 
@@ -229,6 +230,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case OP_LOOKUP:
             expect_lookup(pos, &m, element, b % 9);
             break;
+        case OP_SHIFT: {
+            /* A block of `count` slots moves `delta` slots over free slots (as an array moves the
+            ** shorter side into its ring's free space); the model rotates the region, the index
+            ** records the move in its log (or, log full, records nothing: the model is left as is). */
+            const uint32_t first = ((uint32_t)a * 7u) & m.mask;
+            const uint32_t count = 1 + (uint32_t)(b & 31) % ((m.mask + 1) / 2);
+            const uint32_t e = 1 + (uint32_t)((b >> 5) & 3);
+            const int64_t delta = (b & 0x80) ? -(int64_t)e : (int64_t)e;
+            if ((uint64_t)count + e > (uint64_t)m.mask + 1) break;
+            bool crossed_free = true;
+            for (uint32_t k = 0; k < e && crossed_free; k++) {
+                const uint32_t s = delta > 0 ? (first + count + k) & m.mask : (first - 1 - k) & m.mask;
+                crossed_free = !m.present[s];
+            }
+            if (!crossed_free) break;
+            const cobs_status st = cobs_positions_shift(pos, m.mask, first, count, delta);
+            if (st == COBS_BUFFER_TOO_SMALL) break;
+            FUZZ_ASSERT(st == COBS_OK);
+            uintptr_t ring[MAX_RING];
+            bool present[MAX_RING];
+            memcpy(ring, m.ring, sizeof ring);
+            memcpy(present, m.present, sizeof present);
+            const uint32_t region = delta > 0 ? first : (first - e) & m.mask;
+            for (uint32_t k = 0; k < count + e; k++) {
+                const uint32_t t = (region + k) & m.mask;
+                uint32_t to;
+                if (delta > 0) {
+                    to = k < count ? (t + e) & m.mask : (t - count) & m.mask;
+                } else {
+                    to = k < e ? (t + count) & m.mask : (t - e) & m.mask;
+                }
+                ring[to] = m.ring[t];
+                present[to] = m.present[t];
+            }
+            memcpy(m.ring, ring, sizeof ring);
+            memcpy(m.present, present, sizeof present);
+            full = true;
+            break;
+        }
         case OP_REBUILD: {
             const uint32_t head = ((uint32_t)a * 13u) & m.mask;
             const size_t n = ((size_t)b * 5u) % ((size_t)m.mask + 2);

@@ -17,8 +17,12 @@
 **   entry's element in `ring` (except the one entry being removed or moved by that call).
 **
 ** Because logical indices derive from slots, inserting at the front (head - 1) or appending
-** changes no entry; an insertion or removal in the middle moves the elements of the shorter side
-** (`cobs_positions_move` for each); reallocating the ring needs `cobs_positions_rebuild`.
+** changes no entry; an insertion or removal in the middle moves the elements of the shorter side,
+** reported either element by element (`cobs_positions_move`) or as one block
+** (`cobs_positions_shift`, which records the move in a short log instead of touching entries);
+** reallocating the ring needs `cobs_positions_rebuild`. Slots given to and returned by every
+** function are always the elements' CURRENT slots: the log is invisible to callers, except that
+** the ring must keep its size while the log holds records (rebuild empties it).
 **
 ** Thread safety: not thread-safe; the owning array serializes calls under its lock.
 ** Failure atomicity: an error leaves the index unchanged.
@@ -71,6 +75,19 @@ cobs_status cobs_positions_remove(cobs_positions *_Nullable pos, const uintptr_t
 /// does not read `ring`). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
 cobs_status cobs_positions_move(cobs_positions *_Nullable pos, uint32_t mask, uintptr_t element,
                                 uint32_t from, uint32_t to);
+
+/// Records that the `count` elements in slots `first`, `first + 1`, … (mod `mask + 1`) moved
+/// `delta` slots (negative: toward lower slots), the caller having already moved them in its ring,
+/// without touching any entry: the move goes into the index's shift log (see positions.c, SHIFT
+/// LOG), and every later call translates slots through it. O(1); later lookups, insertions and
+/// removals pay O(log length) per slot translated, until a rebuild empties the log.
+/// Requires `count + |delta| <= mask + 1` and, while the log is not empty, the same `mask` as
+/// the calls before. A no-op when `count` or `delta` is 0 or the index is empty.
+/// Errors: COBS_BUFFER_TOO_SMALL when the log is full: nothing is recorded, so the index no
+/// longer matches the ring and the caller must call `cobs_positions_rebuild` before any other
+/// call; COBS_INVALID_ARGUMENT (index unchanged).
+cobs_status cobs_positions_shift(cobs_positions *_Nullable pos, uint32_t mask, uint32_t first, uint32_t count,
+                                 int64_t delta);
 
 /// Writes up to `capacity` slots holding `element` to `slots_out` (in no particular order) and
 /// their number to `*count`. O(1) expected. Errors: COBS_BUFFER_TOO_SMALL (first `capacity`

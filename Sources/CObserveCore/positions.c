@@ -79,6 +79,23 @@
 ** MOVE. Moving an element from slot a to slot b rewrites one bucket's slot in place: the home
 ** depends on the element, not on the slot, so nothing is rehashed and the ring is not read.
 **
+** SHIFT LOG. An insertion or removal in the middle of the ring moves a whole block of elements
+** (the shorter side) by a few slots. Rewriting each moved element's entry costs a probe per
+** element; marking the index stale and rebuilding it costs a probe per element of the ARRAY, paid
+** by the next lookup — so a service that interleaves middle edits with element changes paid a
+** full rebuild per edit. Instead, cobs_positions_shift records the block move in a small log
+** (POS_LOG_CAPACITY records) and touches no entry. Entries then hold STORED slots, the slots their
+** elements had when the log was last empty; a record (start, length, delta) is a rotation of the
+** slot range it covers (the block moves by delta, the delta slots it moved into take its place),
+** so the log is a permutation of slot numbers: forward() maps a stored slot to the element's
+** current slot (every ring read and every slot a lookup returns goes through it), to_stored()
+** maps a current slot back (insert, remove and move translate the slot they are given). With an
+** empty log both are the identity and cost one compare. A lookup pays O(log length) per matching
+** candidate; when the log is full, cobs_positions_shift answers COBS_BUFFER_TOO_SMALL and the
+** caller rebuilds (lazily: the Swift side marks the index stale), which empties the log. So a
+** rebuild is paid once per POS_LOG_CAPACITY bulk moves at most, not once per move. While the log
+** is not empty the ring must keep its size (log_mask): a ring that grows is re-indexed anyway.
+**
 ** SAFETY AGAINST A BAD RING. The index cannot know the ring's real size, but it remembers an
 ** upper bound of every slot it has stored (slot_bound); every call that reads the ring first
 ** checks that mask + 1 >= slot_bound, so it never reads outside ring[0...mask] as long as the ring
@@ -118,6 +135,7 @@
 #define POS_MAX_LOAD_DEN 8u
 #define POS_REBUILD_SLACK 4u  /* rebuild keeps a block up to 4x larger than needed */
 #define POS_BUCKET_BYTES (sizeof(uint8_t) + sizeof(uint32_t))
+#define POS_LOG_CAPACITY 32u  /* block moves remembered before a rebuild is needed */
 /* Entries are (element, slot) pairs with distinct 32-bit slots: at most 2^32 of them, which fit
 ** in 2^33 buckets at 7/8. On 32-bit targets the block size must fit size_t: 2^28 * 5 < 2^32. */
 #define POS_MAX_CAPACITY ((size_t)1 << (sizeof(size_t) >= 8 ? 33 : 28))
@@ -148,7 +166,15 @@ static_assert(sizeof(uintptr_t) <= sizeof(uint64_t), "addresses are hashed as ui
 **   - count == the number of full buckets <= capacity * 7/8;
 **   - a full bucket's ctrl byte is hash(ring[slot]) & 0x7f and ring[slot] != 0;
 **   - reachability: every bucket from an entry's home to the entry is full;
-**   - every stored slot is < slot_bound, and no two entries have the same slot. */
+**   - every stored slot is < slot_bound, and no two entries have the same slot;
+**   - log_count <= POS_LOG_CAPACITY; with log_count > 0, slot_bound == log_mask + 1 and the ring
+**     read through forward() is what the first two points speak of. */
+typedef struct shift_record {
+    uint32_t start;  /* first slot of the moved block, before the move */
+    uint32_t length; /* elements in the block */
+    int64_t delta;   /* slots moved (mod log_mask + 1); never 0 */
+} shift_record;
+
 struct cobs_positions {
     uint8_t *ctrl;            /* ctrl[capacity]; start of the one block */
     uint32_t *slots;          /* slots[capacity], inside the block */
@@ -159,7 +185,53 @@ struct cobs_positions {
     uint64_t slot_bound;      /* every stored slot is < slot_bound (0 when empty after clear) */
     unsigned shift;           /* 64 - log2(capacity): home = hash >> shift */
     cobs_allocator allocator; /* copied at creation */
+    uint32_t log_count;       /* block moves recorded since the log was last empty */
+    uint32_t log_mask;        /* the ring's mask while log_count > 0 */
+    shift_record log[POS_LOG_CAPACITY];
 };
+
+/* One record applied to a slot: the block [start, start + length) moves by delta, and the
+** |delta| slots it moves into take the place it leaves; other slots stay. Slot arithmetic is mod
+** mask + 1, a power of two dividing 2^32, so uint32_t wrap-around followed by `& mask` is exact. */
+static inline uint32_t rotate(uint32_t t, uint32_t start, uint32_t length, int64_t delta, uint32_t mask) {
+    if (delta > 0) {
+        const uint64_t d = (uint64_t)delta;
+        const uint64_t o = (uint32_t)(t - start) & mask;
+        if (o < length) return (uint32_t)(t + (uint32_t)d) & mask;
+        if (o < (uint64_t)length + d) return (uint32_t)(t - length) & mask;
+        return t;
+    }
+    const uint64_t e = (uint64_t)(-delta);
+    const uint64_t o = (uint32_t)(t - (start - (uint32_t)e)) & mask;
+    if (o < e) return (uint32_t)(t + length) & mask;
+    if (o < e + length) return (uint32_t)(t - (uint32_t)e) & mask;
+    return t;
+}
+
+/* The current slot of an entry that stores `stored`. */
+static inline uint32_t forward(const struct cobs_positions *pos, uint32_t stored) {
+    uint32_t t = stored;
+    for (uint32_t i = 0; i < pos->log_count; i++) {
+        const shift_record *r = &pos->log[i];
+        t = rotate(t, r->start, r->length, r->delta, pos->log_mask);
+    }
+    return t;
+}
+
+/* The stored slot of the entry whose element is now in slot `current` (forward's inverse). */
+static inline uint32_t to_stored(const struct cobs_positions *pos, uint32_t current) {
+    uint32_t t = current;
+    for (uint32_t i = pos->log_count; i-- > 0;) {
+        const shift_record *r = &pos->log[i];
+        t = rotate(t, (r->start + (uint32_t)r->delta) & pos->log_mask, r->length, -r->delta, pos->log_mask);
+    }
+    return t;
+}
+
+/* Whether `mask` is the ring the log speaks of (any ring while the log is empty). */
+static inline bool log_accepts(const struct cobs_positions *pos, uint32_t mask) {
+    return pos->log_count == 0 || mask == pos->log_mask;
+}
 
 static inline uint64_t hash_of(const struct cobs_positions *pos, uintptr_t element) {
     return mix64((uint64_t)element ^ pos->seed);
@@ -250,7 +322,7 @@ static void erase_at(struct cobs_positions *pos, const uintptr_t *ring, size_t h
         j = (j + 1) & mask;
         const uint8_t c = pos->ctrl[j];
         if (is_empty(c)) break;
-        const size_t home = home_of(pos, hash_of(pos, ring[pos->slots[j]]));
+        const size_t home = home_of(pos, hash_of(pos, ring[forward(pos, pos->slots[j])]));
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             pos->ctrl[hole] = c;
             pos->slots[hole] = pos->slots[j];
@@ -274,7 +346,7 @@ static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, siz
     for (size_t i = 0; i < old.capacity; i++) {
         const uint8_t c = old.ctrl[i];
         if (is_empty(c)) continue;
-        const uint64_t h = hash_of(pos, ring[old.slots[i]]);
+        const uint64_t h = hash_of(pos, ring[forward(pos, old.slots[i])]);
         if (fingerprint_of(h) != c) {
             free_block(pos);
             *pos = old;
@@ -330,6 +402,8 @@ cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cob
     pos->seed = seed;
     pos->count = 0;
     pos->slot_bound = 0;
+    pos->log_count = 0;
+    pos->log_mask = 0;
     install(pos, block, capacity);
     *out = pos;
     return COBS_OK;
@@ -347,11 +421,12 @@ void cobs_positions_destroy(cobs_positions *pos) {
 /* ------------------------------------------------------------------------------------------- */
 
 cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
-                                  uintptr_t element, uint32_t slot) {
-    if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
-        !ring_covers(pos, mask) || ring[slot] != element) {
+                                  uintptr_t element, uint32_t current) {
+    if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || current > mask ||
+        !ring_covers(pos, mask) || !log_accepts(pos, mask) || ring[current] != element) {
         return COBS_INVALID_ARGUMENT;
     }
+    const uint32_t slot = to_stored(pos, current);
     const uint64_t h = hash_of(pos, element);
     const uint8_t fp = fingerprint_of(h);
     /* The probe to the first empty bucket passes every entry of `element`: reject a duplicate. */
@@ -372,10 +447,10 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, ui
 cobs_status cobs_positions_remove(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot) {
     if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
-        !ring_covers(pos, mask)) {
+        !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
         return COBS_INVALID_ARGUMENT;
     }
-    const size_t at = find_entry(pos, element, slot);
+    const size_t at = find_entry(pos, element, to_stored(pos, slot));
     if (at == SIZE_MAX) return COBS_NOT_FOUND;
     erase_at(pos, ring, at);
     VERIFY(pos, ring, mask);
@@ -385,13 +460,29 @@ cobs_status cobs_positions_remove(cobs_positions *pos, const uintptr_t *ring, ui
 cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t element, uint32_t from,
                                 uint32_t to) {
     if (pos == NULL || element == 0 || !mask_is_valid(mask) || from > mask || to > mask ||
-        !ring_covers(pos, mask)) {
+        !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
         return COBS_INVALID_ARGUMENT;
     }
-    const size_t at = find_entry(pos, element, from);
+    const size_t at = find_entry(pos, element, to_stored(pos, from));
     if (at == SIZE_MAX) return COBS_NOT_FOUND;
-    pos->slots[at] = to;
-    if ((uint64_t)to + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)to + 1;
+    const uint32_t stored = to_stored(pos, to);
+    pos->slots[at] = stored;
+    if ((uint64_t)stored + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)stored + 1;
+    return COBS_OK;
+}
+
+cobs_status cobs_positions_shift(cobs_positions *pos, uint32_t mask, uint32_t first, uint32_t count,
+                                 int64_t delta) {
+    if (pos == NULL || !mask_is_valid(mask) || first > mask || !ring_covers(pos, mask) ||
+        !log_accepts(pos, mask) || delta > (int64_t)UINT32_MAX || delta < -(int64_t)UINT32_MAX ||
+        (uint64_t)count + (uint64_t)(delta < 0 ? -delta : delta) > (uint64_t)mask + 1) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    if (count == 0 || delta == 0 || pos->count == 0) return COBS_OK;
+    if (pos->log_count == POS_LOG_CAPACITY) return COBS_BUFFER_TOO_SMALL;
+    pos->log[pos->log_count++] = (shift_record){first, count, delta};
+    pos->log_mask = mask;
+    pos->slot_bound = (uint64_t)mask + 1;
     return COBS_OK;
 }
 
@@ -399,7 +490,8 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ri
                                   uintptr_t element, uint32_t *slots_out, size_t capacity,
                                   size_t *count) {
     if (pos == NULL || ring == NULL || count == NULL || element == 0 ||
-        (slots_out == NULL && capacity > 0) || !mask_is_valid(mask) || !ring_covers(pos, mask)) {
+        (slots_out == NULL && capacity > 0) || !mask_is_valid(mask) || !ring_covers(pos, mask) ||
+        !log_accepts(pos, mask)) {
         return COBS_INVALID_ARGUMENT;
     }
     const uint64_t h = hash_of(pos, element);
@@ -409,7 +501,7 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ri
         const uint8_t c = pos->ctrl[i];
         if (is_empty(c)) break;
         if (c != fp) continue;
-        const uint32_t slot = pos->slots[i];
+        const uint32_t slot = forward(pos, pos->slots[i]);
         if (ring[slot] != element) continue;
         if (n < capacity) slots_out[n] = slot;
         n++;
@@ -441,6 +533,7 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, u
     }
     memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
     pos->count = 0;
+    pos->log_count = 0;
     for (size_t i = 0; i < count; i++) {
         const uint32_t slot = (uint32_t)((head + i) & mask);
         const uint64_t h = hash_of(pos, ring[slot]);
@@ -459,6 +552,7 @@ void cobs_positions_clear(cobs_positions *pos) {
     memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
     pos->count = 0;
     pos->slot_bound = 0;
+    pos->log_count = 0;
 }
 
 size_t cobs_positions_count(const cobs_positions *pos) {
@@ -499,6 +593,11 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
                pos->mask, pos->shift);
         return COBS_CORRUPT; /* nothing below can be trusted */
     }
+    if (pos->log_count > POS_LOG_CAPACITY || !log_accepts(pos, mask)) {
+        report(pos, &problems, "shift log of %" PRIu32 " records for a ring of mask %#" PRIx32
+               " checked against mask %#" PRIx32, pos->log_count, pos->log_mask, mask);
+        return COBS_CORRUPT;
+    }
     if (!ring_covers(pos, mask)) {
         report(pos, &problems, "slots up to %" PRIu64 " recorded, but the ring has %" PRIu64 " words",
                pos->slot_bound, (uint64_t)mask + 1);
@@ -529,9 +628,9 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
             }
             seen[slot / 64] |= UINT64_C(1) << (slot % 64);
         }
-        const uintptr_t element = ring[slot];
+        const uintptr_t element = ring[forward(pos, slot)];
         if (element == 0) {
-            report(pos, &problems, "bucket %zu: ring slot %" PRIu32 " holds no element", b, slot);
+            report(pos, &problems, "bucket %zu: ring slot %" PRIu32 " holds no element", b, forward(pos, slot));
             continue;
         }
         const uint64_t h = hash_of(pos, element);
@@ -563,7 +662,7 @@ size_t cobs_positions_max_displacement(const cobs_positions *pos, const uintptr_
     size_t longest = 0;
     for (size_t b = 0; b < pos->capacity; b++) {
         if (is_empty(pos->ctrl[b])) continue;
-        const size_t home = home_of(pos, hash_of(pos, ring[pos->slots[b]]));
+        const size_t home = home_of(pos, hash_of(pos, ring[forward(pos, pos->slots[b])]));
         const size_t d = (b - home) & pos->mask;
         if (d > longest) longest = d;
     }

@@ -77,6 +77,70 @@ final class PositionIndexTests: XCTestCase {
         index.assertInvariants(ring)
     }
 
+    func testABlockShiftIsRecordedWithoutTouchingEntriesAndLookupsFollowIt() {
+        // A middle insertion of 3 elements into a ring of 60: the 20 elements after index 40 move
+        // 3 slots up (as the array moves the shorter side), then 10 from the front move 2 down.
+        let ring = TestRing(mask: 127)
+        let index = TestPositions()
+        for i in 0..<60 { assertStatus(index.insert(ring, element(i), at: UInt32(i)), COBS_OK) }
+        for i in (40..<60).reversed() { ring[UInt32(i + 3)] = ring[UInt32(i)] }
+        assertStatus(cobs_positions_shift(index.raw, ring.mask, 40, 20, 3), COBS_OK)
+        for i in 0..<3 { assertStatus(index.insert(ring, element(100 + i), at: UInt32(40 + i)), COBS_OK) }
+        for i in 0..<10 { ring[UInt32((i - 2) & 127)] = ring[UInt32(i)] }
+        assertStatus(cobs_positions_shift(index.raw, ring.mask, 0, 10, -2), COBS_OK)
+        for slot in [8, 9] as [UInt32] { ring[slot] = 0 }
+        XCTAssertEqual(index.slots(ring, element(0)), [126])
+        XCTAssertEqual(index.slots(ring, element(9)), [7])
+        XCTAssertEqual(index.slots(ring, element(39)), [39])
+        XCTAssertEqual(index.slots(ring, element(40)), [43])
+        XCTAssertEqual(index.slots(ring, element(59)), [62])
+        XCTAssertEqual(index.slots(ring, element(101)), [41])
+        // Removing and moving take current slots, through the log.
+        assertStatus(index.remove(ring, element(59), at: 62), COBS_OK)
+        ring[62] = 0
+        assertStatus(cobs_positions_move(index.raw, ring.mask, element(0), 126, 62), COBS_OK)
+        ring[62] = element(0)
+        ring[126] = 0
+        XCTAssertEqual(index.slots(ring, element(0)), [62])
+        XCTAssertEqual(cobs_positions_count(index.raw), 62)
+        index.assertInvariants(ring)
+        // While the log holds records the ring may not change size; a rebuild empties the log.
+        assertStatus(cobs_positions_shift(index.raw, 255, 0, 1, 1), COBS_INVALID_ARGUMENT)
+    }
+
+    func testAFullShiftLogAsksForARebuild() {
+        let ring = TestRing(mask: 255)
+        let index = TestPositions()
+        for i in 0..<100 { assertStatus(index.insert(ring, element(i), at: UInt32(i)), COBS_OK) }
+        var head: UInt32 = 0
+        var recorded = 0
+        while true {
+            // Move the last 50 elements one slot up each time (the ring has room above them).
+            let first = (head + 50) & 255
+            for k in (0..<50).reversed() { ring[(first + UInt32(k) + 1) & 255] = ring[(first + UInt32(k)) & 255] }
+            ring[first] = 0
+            let status = cobs_positions_shift(index.raw, ring.mask, first, 50, 1)
+            // ...and close the gap from the front: the first 50 move up too.
+            for k in (0..<50).reversed() { ring[(head + UInt32(k) + 1) & 255] = ring[(head + UInt32(k)) & 255] }
+            ring[head] = 0
+            if status == COBS_BUFFER_TOO_SMALL {
+                head = (head + 1) & 255
+                break
+            }
+            assertStatus(status, COBS_OK)
+            recorded += 1
+            assertStatus(cobs_positions_shift(index.raw, ring.mask, head, 50, 1), COBS_OK)
+            recorded += 1
+            head = (head + 1) & 255
+            XCTAssertEqual(index.slots(ring, element(0)), [head])
+            XCTAssertEqual(index.slots(ring, element(99)), [(head + 99) & 255])
+        }
+        XCTAssertEqual(recorded, 32, "the log holds 32 block moves")
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 100), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(50)), [(head + 50) & 255])
+        index.assertInvariants(ring)
+    }
+
     func testRebuildAfterTheRingIsReallocated() {
         let small = TestRing(mask: 7), index = TestPositions()
         var head: UInt32 = 6

@@ -20,14 +20,15 @@ extension ObservableArray {
     // MARK: Ring primitives (lock held, storage unique)
 
     /// Up to this many elements moved by one insertion or removal, the position index is
-    /// updated entry by entry (one hash probe each); beyond it the index is marked stale and
-    /// rebuilt from the ring when next needed (O(count), once, however many edits came between):
-    /// the "lazily rebuilt positions" strategy, which keeps a batch of middle edits on a large
-    /// array at the cost of its memmoves.
+    /// updated entry by entry (one hash probe each); beyond it the move is recorded as one block
+    /// in the index's shift log (O(1), see `cobs_positions_shift`), and only when that log is
+    /// full is the index marked stale and rebuilt from the ring on next use — at most one
+    /// O(count) rebuild per 32 bulk moves, so element changes interleaved with middle edits no
+    /// longer pay a rebuild each, and a batch of edits still costs only its memmoves.
     internal static var _perElementIndexLimit: Int { 64 }
 
     /// Moves the `count` elements at logical `from` to logical `to` (shorter-side shift), in
-    /// bulk, keeping the element tracker's index right (entry by entry, or marked stale).
+    /// bulk, keeping the element tracker's index right (entry by entry, or as one block move).
     private func _shift(from: Int, to: Int, count: Int) {
         guard count > 0 else { return }
         let ring = _storage
@@ -40,8 +41,9 @@ extension ObservableArray {
                 tracker.move(ring.base[destination], from: source, to: destination, ring: ring)
             }
         } else {
-            _tracker?.invalidatePositions()
+            let firstSlot = ring.slot(from)
             ring.moveLogical(from: from, to: to, count: count)
+            _tracker?.shifted(firstSlot: firstSlot, count: count, delta: to - from, ring: ring)
         }
     }
 
@@ -409,11 +411,13 @@ extension ObservableArray {
             _checkIndex(j, "swapAt")
             guard i != j else { return nil }
             let ring = _storage, si = ring.slot(i), sj = ring.slot(j)
-            if let tracker = _tracker {
-                tracker.move(ring.base[si], from: si, to: sj, ring: ring)
-                tracker.move(ring.base[sj], from: sj, to: si, ring: ring)
-            }
+            // Both entries go, then come back: moving one entry onto the other's slot first
+            // would leave two entries naming one slot, and the index finds entries by slot.
+            _tracker?.lift(ring.base[si], slot: si, ring: ring)
+            _tracker?.lift(ring.base[sj], slot: sj, ring: ring)
             swap(&ring.base[si], &ring.base[sj])
+            _tracker?.place(ring.base[si], slot: si, ring: ring)
+            _tracker?.place(ring.base[sj], slot: sj, ring: ring)
             if let batch = _batch {
                 let (low, high) = (Swift.min(i, j), Swift.max(i, j))
                 batch.composer.move(from: high, to: low)

@@ -209,6 +209,14 @@ internal final class _CPositionIndex: _PositionIndexing {
         _CArrayStatus.check(cobs_positions_move(_pos, mask, element, from, to), "cobs_positions_move")
     }
 
+    func shift(ring: UnsafePointer<UInt>, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
+        let status = cobs_positions_shift(_pos, mask, first, UInt32(_CArrayStatus.u64(count, "cobs_positions_shift")),
+                                          Int64(delta))
+        if status == COBS_BUFFER_TOO_SMALL { return false }
+        _CArrayStatus.check(status, "cobs_positions_shift")
+        return true
+    }
+
     func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
         slots.removeAll(keepingCapacity: true)
         var n = 0

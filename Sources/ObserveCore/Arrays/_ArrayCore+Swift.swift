@@ -456,6 +456,22 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         if let more = _more[element] { slots.append(contentsOf: more) }
     }
 
+    /// The twin rewrites each moved element's entry (it has no shift log: it is the reference
+    /// the C index's log is checked against). Back to front for a move toward higher slots, front
+    /// to back otherwise, so that no entry is rewritten onto a slot another still holds.
+    func shift(ring: UnsafePointer<UInt>, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
+        if !Self._maskIsValid(mask) || first > mask || count < 0 || count + abs(delta) > Int(mask) + 1 {
+            Self._fail("shift: invalid arguments (first \(first), count \(count), delta \(delta), mask \(mask))")
+        }
+        let m = Int(mask)
+        let order = delta > 0 ? Array((0..<count).reversed()) : Array(0..<count)
+        for j in order {
+            let from = (Int(first) + j) & m, to = (Int(first) + j + delta) & m
+            if ring[to] != 0 { move(mask: mask, element: ring[to], from: UInt32(from), to: UInt32(to)) }
+        }
+        return true
+    }
+
     func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32? {
         _more[element] == nil ? _first[element] : nil
     }

@@ -29,6 +29,9 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     /// The ring was reshuffled in bulk: the index is stale until rebuilt on next use. Element
     /// memberships are still counted as elements enter and leave.
     func invalidatePositions() {}
+    /// The `count` elements that were in slots from `firstSlot` on moved `delta` slots (the ring
+    /// already shows it): recorded by the index, or the index becomes stale.
+    func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {}
     /// Shuts the tracker down: every element leaves, the directory forgets it.
     func deactivate(_ ring: _RingBuffer<Element>) {}
 }
@@ -78,6 +81,14 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     override var isIndexed: Bool { !_stale }
 
     override func invalidatePositions() { _stale = true }
+
+    override func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {
+        if _stale { return }
+        if !_index.shift(ring: ring.addresses, mask: UInt32(ring.mask), first: UInt32(firstSlot), count: count,
+                         delta: delta) {
+            _stale = true
+        }
+    }
 
     /// Rebuilds a stale index from the ring (lock held).
     private func _refresh(_ ring: _RingBuffer<Element>) {

@@ -218,10 +218,10 @@ struct Target {
         + "lazily once), so at 100k the edits' own memmoves, not the encoding, set the floor; meeting it needs "
         + "storage whose middle edits move few elements (chunked / B-tree)."
 
-    static let mixedNote = "every middle insertion, removal or move that shifts more than 64 elements marks the "
-        + "element-position index stale, and the next element change rebuilds it from all N elements; a tick "
-        + "interleaves 30 such edits with 300 element changes, so it pays ~30 full rebuilds. Meeting it needs an "
-        + "index kept right incrementally, per chunk of a chunked storage, so no local edit costs O(N)."
+    static let mixedNote = "a middle edit moves min(i, N - i) elements (memmove) and records the move in the "
+        + "position index's shift log; every 32 such moves the index is rebuilt from all N elements at the next "
+        + "element change, and every element change walks the log. Beyond that, it needs chunked storage whose "
+        + "middle edits move few elements."
 
     /// The targets of issue 2 (foundation), the arrays issue and issue 4, for ObserveCore's C path.
     static func all() -> [Target] {

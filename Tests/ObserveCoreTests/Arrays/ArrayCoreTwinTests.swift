@@ -155,6 +155,19 @@ final class ArrayCoreTwinTests: XCTestCase {
         var occupied: [UInt32: UInt] = [:]
         var cSlots: [UInt32] = [], swiftSlots: [UInt32] = []
         func element(_ i: Int) -> UInt { 0x6000_0000 + UInt(i) * 16 }
+        /// Compacts the ring to logical order from a random head and rebuilds both indexes.
+        func compactAndRebuild() {
+            let head = UInt32.random(in: 0...mask, using: &rng)
+            let elements = occupied.sorted { $0.key < $1.key }.map(\.value)
+            for s in 0...Int(mask) { ring[s] = 0 }
+            occupied = [:]
+            for (i, e) in elements.enumerated() {
+                let slot = (head + UInt32(i)) & mask
+                ring[Int(slot)] = e
+                occupied[slot] = e
+            }
+            for index in indexes { index.rebuild(ring: ring, mask: mask, head: head, count: elements.count) }
+        }
         for step in 0..<20_000 {
             switch Int.random(in: 0..<10, using: &rng) {
             case 0..<4:
@@ -179,17 +192,28 @@ final class ArrayCoreTwinTests: XCTestCase {
                 occupied[pick.key] = nil
                 occupied[to] = pick.value
             case 8 where step % 97 == 0:
-                // Compact the ring to logical order from a random head and rebuild both.
-                let head = UInt32.random(in: 0...mask, using: &rng)
-                let elements = occupied.sorted { $0.key < $1.key }.map(\.value)
-                for s in 0...Int(mask) { ring[s] = 0 }
-                occupied = [:]
-                for (i, e) in elements.enumerated() {
-                    let slot = (head + UInt32(i)) & mask
-                    ring[Int(slot)] = e
-                    occupied[slot] = e
+                compactAndRebuild()
+            case 8:
+                // A block move into free slots: both indexes record it (the C one in its shift
+                // log), or the C index's log is full and both are rebuilt.
+                let first = UInt32.random(in: 0...mask, using: &rng)
+                let count = Int.random(in: 1...40, using: &rng)
+                let delta = Int.random(in: 1...4, using: &rng) * (Bool.random(using: &rng) ? 1 : -1)
+                let block = (0..<count).map { (first + UInt32($0)) & mask }
+                let targets = block.map { UInt32((Int($0) + delta) & Int(mask)) }
+                // The |delta| slots the block moves over must be free, as beyond a ring's ends.
+                let crossed = delta > 0 ? (0..<delta).map { (Int(first) + count + $0) & Int(mask) }
+                                        : (1...(-delta)).map { (Int(first) - $0) & Int(mask) }
+                guard crossed.allSatisfy({ occupied[UInt32($0)] == nil }) else { break }
+                let moved = block.map { occupied[$0] }
+                for slot in block { occupied[slot] = nil; ring[Int(slot)] = 0 }
+                for (target, element) in zip(targets, moved) {
+                    occupied[target] = element
+                    ring[Int(target)] = element ?? 0
                 }
-                for index in indexes { index.rebuild(ring: ring, mask: mask, head: head, count: elements.count) }
+                let recorded = indexes.map { $0.shift(ring: ring, mask: mask, first: first, count: count, delta: delta) }
+                XCTAssertTrue(recorded[1], "the Swift twin records every shift")
+                if !recorded[0] { compactAndRebuild() }
             default:
                 let e = element(Int.random(in: 0..<40, using: &rng))
                 indexes[0].lookup(ring: ring, mask: mask, element: e, into: &cSlots)
