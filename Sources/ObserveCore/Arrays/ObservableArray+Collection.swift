@@ -6,10 +6,14 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     public typealias Indices = Range<Int>
     public typealias SubSequence = Slice<ObservableArray<Element>>
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { _lock.withLock { _storage.count } }
+    @inlinable public var startIndex: Int { 0 }
+    @inlinable public var endIndex: Int { count }
     /// The number of elements (read under the array's lock).
-    public var count: Int { _lock.withLock { _storage.count } }
+    @inlinable public var count: Int {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _storage.count
+    }
     /// Whether the array has no elements.
     public var isEmpty: Bool { count == 0 }
 
@@ -19,28 +23,46 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// The element at `position`. Setting it replaces the element: ``ArrayChange/Kind/replace``,
     /// reporting the removed element (old index) and the inserted one (new index), or nothing when
     /// the new element is the same object or an equal value.
+    @inlinable
     public subscript(position: Int) -> Element {
         get {
-            _lock.withLock {
-                _checkIndex(position, "subscript")
-                return _storage[position]
-            }
+            _lock.lock()
+            defer { _lock.unlock() }
+            _checkIndex(position, "subscript")
+            return _storage[position]
         }
         set {
-            _mutate {
+            _lock.lock()
+            if _fastPath(_isQuietAndUnique) {
                 _checkIndex(position, "subscript")
-                if _identical(_storage[position], newValue) { return nil }
-                let old = _replaceElement(at: position, with: newValue)
-                if let batch = _batch {
-                    _batchRemoved(at: position, [old])
-                    batch.composer.insert(at: position, count: 1)
-                    return nil
-                }
-                guard _mustRecord else { return nil }
-                return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
-                                                 _ArrayRun(.insert, start: position, length: 1)],
-                                removed: .values([old]), oldCount: _storage.count)
+                let ring = _storage, slot = ring.slot(position)
+                let old = (ring.base + slot).move()
+                (ring.base + slot).initialize(to: newValue)
+                _lock.unlock()
+                _ = consume old   // released after unlocking: its deinit may use the array
+                return
             }
+            _lock.unlock()
+            _replace(at: position, with: newValue)
+        }
+    }
+
+    /// The subscript's setter when someone observes (or the storage is shared).
+    @usableFromInline
+    internal func _replace(at position: Int, with newValue: Element) {
+        _mutate {
+            _checkIndex(position, "subscript")
+            if _identical(_storage[position], newValue) { return nil }
+            let old = _replaceElement(at: position, with: newValue)
+            if let batch = _batch {
+                _batchRemoved(at: position, [old])
+                batch.composer.insert(at: position, count: 1)
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
+                                             _ArrayRun(.insert, start: position, length: 1)],
+                            removed: .values([old]), oldCount: _storage.count)
         }
     }
 
@@ -68,17 +90,26 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
 
     /// Iterates over a snapshot of the contents taken when iteration starts.
     public struct Iterator: IteratorProtocol {
-        let _storage: _RingBuffer<Element>
-        var _index = 0
+        @usableFromInline let _storage: _RingBuffer<Element>
+        @usableFromInline var _index = 0
+
+        @inlinable
+        init(_storage: _RingBuffer<Element>) { self._storage = _storage }
 
         /// The next element of the snapshot, or nil at its end.
+        @inlinable
         public mutating func next() -> Element? {
             guard _index < _storage.count else { return nil }
-            defer { _index += 1 }
+            defer { _index &+= 1 }
             return _storage[_index]
         }
     }
 
     /// An iterator over the contents as they are now; later mutations do not affect it.
-    public func makeIterator() -> Iterator { Iterator(_storage: _snapshot()) }
+    @inlinable
+    public func makeIterator() -> Iterator {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return Iterator(_storage: _storage)
+    }
 }

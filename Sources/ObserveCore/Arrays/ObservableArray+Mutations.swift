@@ -3,6 +3,7 @@
 //   (into the open batch, or as a pending notification if anyone observes) -> unlock -> deliver.
 
 /// State of an open `performBatchUpdates`.
+@usableFromInline
 internal final class _BatchState<Element> {
     let composer: any _BatchComposing
     /// Removed original elements by original index (elements inserted in the batch are not kept).
@@ -197,7 +198,23 @@ extension ObservableArray {
 extension ObservableArray {
     /// Adds `element` at the end. Reports ``ArrayChange/Kind/append``.
     /// - Complexity: O(1) amortised.
+    @inlinable
     public func append(_ element: Element) {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
+            let ring = _storage
+            (ring.base + ring.slot(ring.count)).initialize(to: element)
+            ring.count &+= 1
+            _lock.unlock()
+            return
+        }
+        _lock.unlock()
+        _append(element)
+    }
+
+    /// `append` when someone observes (or the storage is shared or full).
+    @usableFromInline
+    internal func _append(_ element: Element) {
         _mutate {
             let old = _storage.count
             _insertElements(CollectionOfOne(element), at: old)
@@ -260,16 +277,33 @@ extension ObservableArray {
     /// Removes and returns the last element. Reports ``ArrayChange/Kind/removeLast``.
     /// - Precondition: The array is not empty.
     @discardableResult
+    @inlinable
     public func removeLast() -> Element {
-        guard let last = popLast() else { preconditionFailure("ObservableArray.removeLast: the array is empty") }
+        guard let last = popLast() else { _emptyArray("removeLast") }
         return last
     }
 
     /// Removes and returns the last element, or nil when empty. Reports ``ArrayChange/Kind/removeLast``.
     /// The emptiness check and the removal are one critical section: another thread emptying the
     /// array in between makes this return nil, never trap (hardening: ThreadedRegressionTests).
-    @discardableResult
+    @discardableResult @inlinable
     public func popLast() -> Element? {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique) {
+            let ring = _storage
+            guard ring.count > 0 else { _lock.unlock(); return nil }
+            ring.count &-= 1
+            let last = (ring.base + ring.slot(ring.count)).move()
+            _lock.unlock()
+            return last
+        }
+        _lock.unlock()
+        return _popLast()
+    }
+
+    /// `popLast` when someone observes (or the storage is shared).
+    @usableFromInline
+    internal func _popLast() -> Element? {
         var result: Element?
         _mutate {
             let old = _storage.count
@@ -589,4 +623,10 @@ extension ObservableArray where Element: AnyObject {
 extension ObservableArray where Element: Comparable {
     /// Sorts in ascending order: one ``ArrayChange/Kind/move`` change.
     public func sort() { sort(by: <) }
+}
+
+/// Traps for an operation that needs an element on an empty array (the message survives -O).
+@usableFromInline @inline(never)
+internal func _emptyArray(_ function: StaticString) -> Never {
+    fatalError("ObservableArray.\(function): the array is empty")
 }

@@ -41,10 +41,10 @@ import Synchronization
 public final class ObservableArray<Element>: KeyValueObservable, @unchecked Sendable {
     /// The array's registrar (its observers are registrations on the array itself).
     public let kvoRegistrar: KeyValueRegistrar
-    internal let _lock = _Lock()
-    @exclusivity(unchecked) internal var _storage: _RingBuffer<Element>
-    @exclusivity(unchecked) internal var _tracker: _AnyElementTracker<Element>?
-    @exclusivity(unchecked) internal var _batch: _BatchState<Element>?
+    @usableFromInline internal let _lock = _Lock()
+    @usableFromInline @exclusivity(unchecked) internal var _storage: _RingBuffer<Element>
+    @usableFromInline @exclusivity(unchecked) internal var _tracker: _AnyElementTracker<Element>?
+    @usableFromInline @exclusivity(unchecked) internal var _batch: _BatchState<Element>?
     /// Key id of the array's mutations (an identity key path of this array type).
     internal let _mutationKeyID: UInt32
     /// A recycled element-change box (`Unmanaged` bits, 0 = none), owned by the array; see
@@ -92,10 +92,19 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
         }
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     internal func _checkIndex(_ index: Int, _ function: StaticString) {
-        precondition(index >= 0 && index < _storage.count,
-                     "ObservableArray.\(function): index \(index) out of range for count \(_storage.count)")
+        if _slowPath(index < 0 || index >= _storage.count) { _indexOutOfRange(function, index, _storage.count) }
+    }
+
+    /// The fast paths' condition (lock held): nobody observes the array, no element is tracked,
+    /// no batch is open, and the storage is not shared with a change or an iterator — so a
+    /// mutation needs no change recorded, no index kept and no copy. One relaxed load and three
+    /// compares; everything else takes the general path.
+    @inlinable @inline(__always)
+    internal var _isQuietAndUnique: Bool {
+        _tracker == nil && _batch == nil && kvoRegistrar._observedMask.load(ordering: .relaxed) == 0
+            && isKnownUniquelyReferenced(&_storage)
     }
 
     // MARK: Reading
@@ -114,4 +123,12 @@ extension ObservableArray: CustomStringConvertible, CustomDebugStringConvertible
         return "ObservableArray<\(Element.self)>(count: \(count), elementTracking: \(tracked), "
             + "observers: \(observationCount))"
     }
+}
+
+/// Traps for an out-of-range index, naming the operation, the index and the count. A
+/// `fatalError`, not a `precondition`: an optimised build keeps its message (a precondition's
+/// is dropped under -O), as `Array`'s "Index out of range" is kept.
+@usableFromInline @inline(never)
+internal func _indexOutOfRange(_ function: StaticString, _ index: Int, _ count: Int) -> Never {
+    fatalError("ObservableArray.\(function): index \(index) out of range for count \(count)")
 }

@@ -1,5 +1,6 @@
 /// What an ``ObservableArray`` of any element type calls when its contents change; the
 /// concrete tracker exists only for elements that are ``KeyValueObservable``.
+@usableFromInline
 internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Sendable {
     /// The element entered the ring at `slot` (ring already holds it there).
     func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}

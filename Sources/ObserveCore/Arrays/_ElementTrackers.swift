@@ -38,6 +38,7 @@ internal final class _ElementTrackers: @unchecked Sendable {
 }
 
 /// The non-generic face of a tracker, for the directory.
+@usableFromInline
 internal class _ElementTrackerBase: @unchecked Sendable {
     /// Element key ids tracked, with their key paths (few: scanned linearly). Written under the
     /// array's lock before the tracker is registered for a key, read by the directory after.

@@ -62,7 +62,11 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     func grow(to minimumCapacity: Int) {
         let newCapacity = max(4, Self._roundUp(max(minimumCapacity, capacity * 2)))
         let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
-        for i in 0..<count { (newBase + i).moveInitialize(from: base + slot(i), count: 1) }
+        // The contents are at most two contiguous runs: from the head to the end of the
+        // allocation, then from its start.
+        let firstRun = Swift.min(count, capacity - head)
+        if firstRun > 0 { newBase.moveInitialize(from: base + head, count: firstRun) }
+        if count > firstRun { (newBase + firstRun).moveInitialize(from: base, count: count - firstRun) }
         base.deallocate()
         base = newBase
         capacity = newCapacity

@@ -18,18 +18,18 @@ import Darwin
 /// acquire/release atomics (they are inlined into this module), so it still checks callers.
 @usableFromInline
 internal final class _Lock: @unchecked Sendable {
-    private let _state = Atomic<UInt32>(0)
+    @usableFromInline internal let _state = Atomic<UInt32>(0)
 
     internal init() {}
 
-    @inline(__always)
+    @inlinable @inline(__always)
     internal func lock() {
         if _state.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged { return }
         _lockContended()
     }
 
-    @inline(never)
-    private func _lockContended() {
+    @usableFromInline @inline(never)
+    internal func _lockContended() {
         var spins = 0
         while true {
             if _state.load(ordering: .relaxed) == 0,
@@ -44,7 +44,7 @@ internal final class _Lock: @unchecked Sendable {
         }
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     internal func unlock() {
         _state.store(0, ordering: .releasing)
     }

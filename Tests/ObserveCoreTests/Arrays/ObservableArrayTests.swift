@@ -193,6 +193,33 @@ struct ObservableArrayTests {
         token.cancel()
     }
 
+    @Test("unobserved fast paths: an iterator or a kept change keeps its snapshot", arguments: ObservationBackend.allCases)
+    func unobservedMutationsCopyShared(backend: ObservationBackend) {
+        let array = ObservableArray([1, 2, 3], backend: backend)
+        var iterator = array.makeIterator()          // shares the storage
+        array.append(4)
+        array[0] = 9
+        #expect(array.popLast() == 4)
+        #expect(array.removeLast() == 3)
+        var seen: [Int] = []
+        while let element = iterator.next() { seen.append(element) }
+        #expect(seen == [1, 2, 3], "the iterator's snapshot is untouched")
+        #expect(Array(array) == [9, 2])
+        // A change kept from an observation holds the storage too: later unobserved mutations
+        // must not write into it.
+        var kept: ArrayChange<Int>?
+        let token = array.observe { _, change in kept = change }
+        array.append(7)
+        token.cancel()
+        array[0] = 100
+        array.append(8)
+        #expect(kept.map { $0.elements.map(\.element) } == [7])
+        #expect(Array(array) == [100, 2, 7, 8])
+        #expect(array.popLast() == 8)
+        while array.popLast() != nil {}
+        #expect(array.isEmpty && array.popLast() == nil)
+    }
+
     @Test("out-of-range indices trap like Array's")
     func outOfRangeTraps() async {
         await #expect(processExitsWith: .failure) {
@@ -203,5 +230,15 @@ struct ObservableArrayTests {
             let array = ObservableArray([1], backend: .swift)
             array[1] = 2
         }
+    }
+
+    @Test("an out-of-range subscript names the index and the count, in release builds too")
+    func outOfRangeMessage() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let array = ObservableArray([1, 2], backend: .c)
+            _ = array[5]
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("ObservableArray.subscript: index 5 out of range for count 2"))
     }
 }
