@@ -218,6 +218,11 @@ struct Target {
         + "lazily once), so at 100k the edits' own memmoves, not the encoding, set the floor; meeting it needs "
         + "storage whose middle edits move few elements (chunked / B-tree)."
 
+    static let unobservedNote = "an unobserved operation takes the array's lock (a compare-and-swap and a store), "
+        + "checks that nobody observes and that the storage is not shared, then touches the ring; a plain Array "
+        + "local to the loop is optimised whole. Closing the rest means a lock-free single-owner mode (an "
+        + "unsynchronised variant, or ownership checked by Swift 6's Sendable rules)."
+
     static let mixedNote = "a middle edit moves min(i, N - i) elements (memmove) and records the move in the "
         + "position index's shift log; every 32 such moves the index is rebuilt from all N elements at the next "
         + "element change, and every element change walks the log. Beyond that, it needs chunked storage whose "
@@ -258,6 +263,15 @@ struct Target {
             Target(label: "array.batch-100 @100k >= 100x faster than diff", scenario: "array.batch-100", impl: .c,
                    peer: .diff, rule: .fasterAtLeast(100), source: "issue 4", n: k100, peerN: k100,
                    whenMissed: Target.batchNote),
+            Target(label: "array.unobserved-append @100k <= 2x plain Array", scenario: "array.unobserved-append",
+                   impl: .c, peer: .plain, rule: .costAtMost(2), source: "array engine issue", n: k100, peerN: k100,
+                   whenMissed: Target.unobservedNote),
+            Target(label: "array.unobserved-subscript-set @100k <= 4x plain Array",
+                   scenario: "array.unobserved-subscript-set", impl: .c, peer: .plain, rule: .costAtMost(4),
+                   source: "array engine issue", n: k100, peerN: k100, whenMissed: Target.unobservedNote),
+            Target(label: "array.iterate @100k <= 2x plain Array", scenario: "array.iterate", impl: .c, peer: .plain,
+                   rule: .costAtMost(2), source: "array engine issue", n: k100, peerN: k100,
+                   whenMissed: Target.unobservedNote),
             Target(label: "array.mixed @50k >= 5x faster than per-element-naive", scenario: "array.mixed", impl: .c,
                    peer: .perElementNaive, rule: .fasterAtLeast(5), source: "array engine issue",
                    n: ArrayMixedScenario.defaultCount, peerN: ArrayMixedScenario.defaultCount, whenMissed: Target.mixedNote),

@@ -7,6 +7,7 @@
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.insert-front", "array.append-10k", "array.batch-100",
+        "array.unobserved-append", "array.unobserved-subscript-set", "array.iterate",
     ]
 
     /// The default suite: set.N for each N in `observerCounts`, then the rest, then the array
@@ -52,6 +53,8 @@ enum ScenarioCatalog {
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
         case "array.mixed": return elementCounts.map { ArrayMixedScenario(n: $0) }
+        case let name where ArrayUnobservedScenario.Operation(rawValue: name) != nil:
+            return elementCounts.map { ArrayUnobservedScenario(operation: .init(rawValue: name)!, n: $0) }
         default: throw ParseError.unknown(name)
         }
     }

@@ -1,0 +1,138 @@
+import ObserveCore
+
+// What an `ObservableArray` costs when nobody observes it, against a plain Swift `Array` doing
+// the same thing: `array.unobserved-append`, `array.unobserved-subscript-set` and
+// `array.iterate`, each at every `--elements` size. The elements are `Int`s (no reference
+// counting in either impl); the ObserveCore array takes its lock on every operation, the plain
+// array is a local variable the optimiser sees whole.
+
+/// One of the unobserved-array operations.
+struct ArrayUnobservedScenario: ArrayScenario {
+    enum Operation: String, CaseIterable {
+        case append = "array.unobserved-append"
+        case subscriptSet = "array.unobserved-subscript-set"
+        case iterate = "array.iterate"
+    }
+
+    let operation: Operation
+    let n: Int
+    var name: String { operation.rawValue }
+    var summary: String {
+        switch operation {
+        case .append: return "append one Int to an array nobody observes (grows from N; per element)"
+        case .subscriptSet: return "array[i] = x at a pseudo-random i of an array of N that nobody observes"
+        case .iterate: return "for-in over an array of N that nobody observes (per element)"
+        }
+    }
+    var unit: String { operation == .subscriptSet ? "ns per op" : "ns per element" }
+    var impls: [Impl] { [.c, .plain] }
+    var peer: Impl? { .plain }
+    var ratioStyle: RatioStyle { .costRelativeToPeer }
+    var chartFamily: ChartFamily? { nil }
+    var notes: [String] {
+        switch operation {
+        case .append:
+            return ["one op = one append; every batch appends to an array of N and the batch's elements are removed "
+                    + "afterwards (untimed); the contents are checked."]
+        case .subscriptSet:
+            return ["the indices follow a fixed pseudo-random sequence of 4,096 (the same for both impls); the sum of "
+                    + "the contents is checked."]
+        case .iterate:
+            return ["one op = one pass over all N elements (figures per element); the sum is checked."]
+        }
+    }
+
+    func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { cheapSampling(config) }
+
+    func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
+        let n = self.n, label = "\(name)/\(impl.rawValue)"
+        var generator = SplitMix64(seed: 0x5E7_1D3A &+ UInt64(n))
+        let order = (0..<4096).map { _ in Int.random(in: 0..<n, using: &generator) }
+        var expectedSum = (0..<n).reduce(0, &+)
+        var passes = 0
+        let sink = Sink()
+
+        switch (operation, impl) {
+        case (.append, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            return Fixture(runBatch: { count in
+                for i in 0..<count { array.append(i) }
+            }, tearDown: {
+                array.count == n && array.reduce(0, &+) == expectedSum ? nil : "\(label): contents changed"
+            }, finishBatch: { count in array.removeLast(count) })
+        case (.append, .plain):
+            var array = Array(0..<n)
+            return Fixture(runBatch: { count in
+                for i in 0..<count { array.append(i) }
+            }, tearDown: {
+                array.count == n && array.reduce(0, &+) == expectedSum ? nil : "\(label): contents changed"
+            }, finishBatch: { count in array.removeLast(count) })
+
+        case (.subscriptSet, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            var batches: [Int] = []      // batch sizes, replayed on a plain array at tear-down
+            var cursor = 0
+            return Fixture(runBatch: { count in
+                var next = cursor
+                for i in 0..<count {
+                    array[order[next & 4095]] = i
+                    next &+= 1
+                }
+                cursor = next
+            }, tearDown: {
+                var mirror = Array(0..<n), next = 0
+                for count in batches {
+                    for i in 0..<count {
+                        mirror[order[next & 4095]] = i
+                        next &+= 1
+                    }
+                }
+                return Array(array) == mirror ? nil : "\(label): contents differ from the expected ones"
+            }, finishBatch: { count in batches.append(count) })
+        case (.subscriptSet, .plain):
+            var array = Array(0..<n)
+            var cursor = 0
+            return Fixture(runBatch: { count in
+                var next = cursor
+                for i in 0..<count {
+                    array[order[next & 4095]] = i
+                    next &+= 1
+                }
+                cursor = next
+            }, tearDown: {
+                blackHole(array.reduce(0, &+))
+                return nil
+            })
+
+        case (.iterate, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    var sum = 0
+                    for element in array { sum &+= element }
+                    sink.add(sum)
+                }
+                passes += count
+            }, tearDown: {
+                expectedSum = expectedSum &* passes
+                return sink.total == expectedSum ? nil : "\(label): sum \(sink.total), expected \(expectedSum)"
+            }, itemsPerOp: n)
+        case (.iterate, .plain):
+            let array = Array(0..<n)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    var sum = 0
+                    for element in array { sum &+= element }
+                    sink.add(sum)
+                }
+                passes += count
+            }, tearDown: {
+                expectedSum = expectedSum &* passes
+                return sink.total == expectedSum ? nil : "\(label): sum \(sink.total), expected \(expectedSum)"
+            }, itemsPerOp: n)
+
+        default:
+            preconditionFailure("\(impl) does not apply to \(name)")
+        }
+    }
+}
