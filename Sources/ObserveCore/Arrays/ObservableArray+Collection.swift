@@ -90,18 +90,30 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
 
     /// Iterates over a snapshot of the contents taken when iteration starts.
     public struct Iterator: IteratorProtocol {
+        /// Keeps the snapshot alive (and unmutated: the array copies shared storage first).
         @usableFromInline let _storage: _RingBuffer<Element>
+        // The ring's geometry, read once: `next()` then touches no class field.
+        @usableFromInline let _base: UnsafeMutablePointer<Element>
+        @usableFromInline let _mask: Int
+        @usableFromInline let _head: Int
+        @usableFromInline let _count: Int
         @usableFromInline var _index = 0
 
         @inlinable
-        init(_storage: _RingBuffer<Element>) { self._storage = _storage }
+        init(_storage: _RingBuffer<Element>) {
+            self._storage = _storage
+            _base = _storage.base
+            _mask = _storage.capacity &- 1
+            _head = _storage.head
+            _count = _storage.count
+        }
 
         /// The next element of the snapshot, or nil at its end.
         @inlinable
         public mutating func next() -> Element? {
-            guard _index < _storage.count else { return nil }
+            guard _index < _count else { return nil }
             defer { _index &+= 1 }
-            return _storage[_index]
+            return _base[(_head &+ _index) & _mask]
         }
     }
 
