@@ -84,7 +84,11 @@ def main():
                     b = r.get("bytes_per_item")
                     cells.append(f"{b:,.1f}" if b is not None and b < 100 else (f"{b:,.0f}" if b is not None else ""))
                 else:
-                    cells.append(fmt_ns(r["ns_per_op_median"]))
+                    cell = fmt_ns(r["ns_per_op_median"])
+                    # Rows in µs / ms: a small figure says its unit too.
+                    if what.startswith("per ") and r["ns_per_op_median"] < 1e4:
+                        cell += " ns"
+                    cells.append(cell)
             print(f"| `{scenario}` {what} | {n:,} | " + " | ".join(cells) + " |")
     print()
     start = text.index("Targets (ObserveCore's C path")
