@@ -48,9 +48,7 @@ struct ArrayUnobservedScenario: ArrayScenario {
         let n = self.n, label = "\(name)/\(impl.rawValue)"
         var generator = SplitMix64(seed: 0x5E7_1D3A &+ UInt64(n))
         let order = (0..<4096).map { _ in Int.random(in: 0..<n, using: &generator) }
-        var expectedSum = (0..<n).reduce(0, &+)
-        var passes = 0
-        let sink = Sink()
+        let expectedSum = (0..<n).reduce(0, &+)
 
         switch (operation, impl) {
         case (.append, .c):
@@ -105,34 +103,31 @@ struct ArrayUnobservedScenario: ArrayScenario {
             })
 
         case (.iterate, .c):
-            let array = ObservableArray(0..<n, backend: .c)
-            return Fixture(runBatch: { count in
-                for _ in 0..<count {
-                    var sum = 0
-                    for element in array { sum &+= element }
-                    sink.add(sum)
-                }
-                passes += count
-            }, tearDown: {
-                expectedSum = expectedSum &* passes
-                return sink.total == expectedSum ? nil : "\(label): sum \(sink.total), expected \(expectedSum)"
-            }, itemsPerOp: n)
+            return iterationFixture(ObservableArray(0..<n, backend: .c), expectedSum: expectedSum, label: label)
         case (.iterate, .plain):
-            let array = Array(0..<n)
-            return Fixture(runBatch: { count in
-                for _ in 0..<count {
-                    var sum = 0
-                    for element in array { sum &+= element }
-                    sink.add(sum)
-                }
-                passes += count
-            }, tearDown: {
-                expectedSum = expectedSum &* passes
-                return sink.total == expectedSum ? nil : "\(label): sum \(sink.total), expected \(expectedSum)"
-            }, itemsPerOp: n)
+            return iterationFixture(Array(0..<n), expectedSum: expectedSum, label: label)
 
         default:
             preconditionFailure("\(impl) does not apply to \(name)")
         }
+    }
+
+    /// `array.iterate` for either impl: one op is a for-in pass summing all N elements (the same
+    /// code, specialised for each sequence type); tear-down checks the sums.
+    @inline(__always)
+    private func iterationFixture<S: Sequence<Int>>(_ sequence: S, expectedSum: Int, label: String) -> Fixture {
+        let sink = Sink()
+        var passes = 0
+        return Fixture(runBatch: { count in
+            for _ in 0..<count {
+                var sum = 0
+                for element in sequence { sum &+= element }
+                sink.add(sum)
+            }
+            passes += count
+        }, tearDown: {
+            let expected = expectedSum &* passes
+            return sink.total == expected ? nil : "\(label): sum \(sink.total), expected \(expected)"
+        }, itemsPerOp: n)
     }
 }
