@@ -67,40 +67,9 @@ struct ArrayUnobservedScenario: ArrayScenario {
             }, finishBatch: { count in array.removeLast(count) })
 
         case (.subscriptSet, .c):
-            let array = ObservableArray(0..<n, backend: .c)
-            var batches: [Int] = []      // batch sizes, replayed on a plain array at tear-down
-            var cursor = 0
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    array[order[next & 4095]] = i
-                    next &+= 1
-                }
-                cursor = next
-            }, tearDown: {
-                var mirror = Array(0..<n), next = 0
-                for count in batches {
-                    for i in 0..<count {
-                        mirror[order[next & 4095]] = i
-                        next &+= 1
-                    }
-                }
-                return Array(array) == mirror ? nil : "\(label): contents differ from the expected ones"
-            }, finishBatch: { count in batches.append(count) })
+            return subscriptSetFixture(ObservableArray(0..<n, backend: .c), order: order, label: label)
         case (.subscriptSet, .plain):
-            var array = Array(0..<n)
-            var cursor = 0
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    array[order[next & 4095]] = i
-                    next &+= 1
-                }
-                cursor = next
-            }, tearDown: {
-                blackHole(array.reduce(0, &+))
-                return nil
-            })
+            return subscriptSetFixture(Array(0..<n), order: order, label: label)
 
         case (.iterate, .c):
             return iterationFixture(ObservableArray(0..<n, backend: .c), expectedSum: expectedSum, label: label)
@@ -129,5 +98,32 @@ struct ArrayUnobservedScenario: ArrayScenario {
             let expected = expectedSum &* passes
             return sink.total == expected ? nil : "\(label): sum \(sink.total), expected \(expected)"
         }, itemsPerOp: n)
+    }
+
+    /// `array.unobserved-subscript-set` for either impl: `array[i] = x` along `order`; tear-down
+    /// replays the same sets on a plain array and compares the contents.
+    @inline(__always)
+    private func subscriptSetFixture<C: MutableCollection<Int>>(_ collection: C, order: [Int], label: String) -> Fixture
+    where C.Index == Int {
+        var array = collection
+        var batches: [Int] = []
+        var cursor = 0
+        return Fixture(runBatch: { count in
+            var next = cursor
+            for i in 0..<count {
+                array[order[next & 4095]] = i
+                next &+= 1
+            }
+            cursor = next
+        }, tearDown: {
+            var mirror = Array(0..<n), next = 0
+            for count in batches {
+                for i in 0..<count {
+                    mirror[order[next & 4095]] = i
+                    next &+= 1
+                }
+            }
+            return Array(array) == mirror ? nil : "\(label): contents differ from the expected ones"
+        }, finishBatch: { count in batches.append(count) })
     }
 }
