@@ -229,11 +229,15 @@ public struct ArrayChange<Element> {
         }
     }
 
-    /// The old index of the element now at `newIndex`, for an element that was neither inserted
-    /// nor moved (its index shifted only by removals and insertions before it).
+    /// The old index of the element now at `newIndex`: a moved element's from its move run,
+    /// otherwise (neither inserted nor moved) shifted only by the removals and insertions before it.
     @usableFromInline
     internal func oldIndex(ofNewIndex newIndex: Int) -> Int {
         if kind == .elementChanged { return newIndex }
+        // A modified element that also moved (a batch): its move run knows where it came from.
+        for run in _runs where run.op == .move && newIndex >= run.to && newIndex < run.to + run.length {
+            return run.start + (newIndex - run.to)
+        }
         // Walk the structural runs: new = old - removedBefore + insertedBefore.
         var gone = IndexRanges(), came = IndexRanges()
         for run in _runs {

@@ -569,7 +569,11 @@ extension ObservableArray {
     /// }
     /// ```
     /// Batches nest (the outermost one delivers). Mutations by other threads while a batch is
-    /// open join it. Element property changes are not batched; they are reported as they happen.
+    /// open join it. A property change of an element (for observations with element key paths)
+    /// made while the batch is open joins it too: the element is listed among the batch change's
+    /// modifications (`RunKind.modify`, new indices), without the property's old and new values
+    /// — so that every change an observer receives is in the coordinates of the last state it was
+    /// told about, and a replica that applies the changes in order stays right.
     @discardableResult
     public func performBatchUpdates<R>(_ body: (ObservableArray<Element>) throws -> R) rethrows -> R {
         _lock.withLock {

@@ -278,6 +278,14 @@ extension ObservableArray {
         defer { _lock.unlock() }
         guard tracker === _tracker, tracker.isActive,
               tracker.appendModifyRuns(of: element, ring: _storage, to: &box.runs) else { return nil }
+        if let batch = _batch {
+            // Inside a batch the element's indices are in a state observers have not been told
+            // about yet: the change joins the batch's one coalesced change as modifications.
+            for run in box.runs {
+                for index in run.start..<(run.start + run.length) { batch.composer.modify(at: index) }
+            }
+            return nil
+        }
         guard let (cache, range) = _observers() else {
             // Nobody observes any more: stop tracking (every element leaves) — the lazy end of
             // element tracking once the last element-key observer is gone. The stopped tracker

@@ -108,6 +108,40 @@ struct ElementObservationTests {
         queuedToken.cancel()
     }
 
+    @Test("element changes inside a batch join the batch's change; a replica applying changes in order stays right",
+          arguments: ObservationBackend.allCases)
+    func elementChangesInsideABatch(backend: ObservationBackend) {
+        let roster = students(backend, "a", "b", "c", "d")
+        let array = ObservableArray(roster, backend: backend)
+        var replica = roster.map(\.name)
+        var kinds: [ArrayChange<Student>.Kind] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            kinds.append(change.kind)
+            // A replica of the names: structural runs through applying(to:), modifications by
+            // reading the element at its new index.
+            if change.kind != .elementChanged {
+                replica = change.applying(to: replica.map { name in roster.first { $0.name == name } ?? Student(backend, name) })!
+                    .map(\.name)
+            }
+            for element in change.elements where element.oldIndex != nil && element.newIndex != nil {
+                if change.runs.contains(where: { $0.kind == .modify && $0.range.contains(element.newIndex!) }) {
+                    replica[element.newIndex!] = element.element.name
+                }
+            }
+        }
+        array.performBatchUpdates { array in
+            array.remove(at: 1)              // b goes; c is now at 1
+            roster[2].name = "C"             // c changes, at index 1 of a state nobody was told about
+        }
+        #expect(kinds == [.batch], "nothing is delivered before the batch's one change")
+        #expect(replica == ["a", "C", "d"])
+        #expect(Array(array).map(\.name) == replica)
+        roster[3].name = "D"                  // outside a batch: delivered at once
+        #expect(kinds == [.batch, .elementChanged])
+        #expect(replica == ["a", "C", "D"])
+        token.cancel()
+    }
+
     @Test("an element present twice is reported with both indices; in two arrays, to each", arguments: ObservationBackend.allCases)
     func duplicatesAndSharedElements(backend: ObservationBackend) {
         let ada = Student(backend, "ada"), bob = Student(backend, "bob")
