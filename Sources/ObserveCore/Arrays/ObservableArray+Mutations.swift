@@ -509,7 +509,31 @@ extension ObservableArray {
     }
 
     /// Reverses in place: one ``ArrayChange/Kind/move`` change.
+    /// - Complexity: O(count) swaps in place; when nobody observes, nothing else.
+    @inlinable
     public func reverse() {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique) {
+            let ring = _storage
+            var low = 0, high = ring.count - 1
+            while low < high {
+                let a = ring.base + ring.slot(low), b = ring.base + ring.slot(high)
+                let element = a.move()
+                a.moveInitialize(from: b, count: 1)
+                b.initialize(to: element)
+                low &+= 1
+                high &-= 1
+            }
+            _lock.unlock()
+            return
+        }
+        _lock.unlock()
+        _reverse()
+    }
+
+    /// `reverse` when someone observes (or the storage is shared, or a batch is open).
+    @usableFromInline
+    internal func _reverse() {
         _reorder { count in Array((0..<count).reversed()) }
     }
 

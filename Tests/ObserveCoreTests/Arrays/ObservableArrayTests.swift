@@ -214,10 +214,16 @@ struct ObservableArrayTests {
         array[0] = 100
         array.append(8)
         #expect(kept.map { $0.elements.map(\.element) } == [7])
+        array.reverse()                              // unobserved, storage shared with `kept`
+        #expect(kept.map { $0.elements.map(\.element) } == [7])
+        array.reverse()
         #expect(Array(array) == [100, 2, 7, 8])
         #expect(array.popLast() == 8)
         while array.popLast() != nil {}
         #expect(array.isEmpty && array.popLast() == nil)
+        array.append(contentsOf: 1...5)
+        array.reverse()
+        #expect(Array(array) == [5, 4, 3, 2, 1])
     }
 
     @Test("out-of-range indices trap like Array's")
