@@ -391,25 +391,35 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         isInitial = false
     }
 
+    /// Whether `elementOldValue` or `elementNewValue` may be set (recycling skips clearing them
+    /// otherwise: assigning to an `Any?` goes through the existential's value witnesses).
+    @usableFromInline @exclusivity(unchecked) var _hasValues = false
+
     /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
-    /// been filled already.
+    /// been filled already. The key path is kept from one change to the next when it is the same.
     func fillElementChange(snapshot: _RingBuffer<Element>, keyPath: AnyKeyPath?, oldValue: Any?, newValue: Any?) {
         self.snapshot = snapshot
         oldCount = snapshot.count
         newCount = snapshot.count
-        elementKeyPath = keyPath
-        elementOldValue = oldValue
-        elementNewValue = newValue
+        if elementKeyPath !== keyPath { elementKeyPath = keyPath }
+        if oldValue != nil || newValue != nil {
+            elementOldValue = oldValue
+            elementNewValue = newValue
+            _hasValues = true
+        }
     }
 
     /// Drops what the last change referred to (above all the snapshot: while held, the array's
-    /// next mutation would copy its storage), keeping the runs' capacity.
+    /// next mutation would copy its storage), keeping the runs' capacity and the key path (an
+    /// interned key path, alive for the whole process anyway).
     func clearForReuse() {
         runs.removeAll(keepingCapacity: true)
         snapshot = nil
-        elementKeyPath = nil
-        elementOldValue = nil
-        elementNewValue = nil
+        if _hasValues {
+            elementOldValue = nil
+            elementNewValue = nil
+            _hasValues = false
+        }
     }
 
     init(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,

@@ -313,7 +313,7 @@ extension ObservableArray {
             return nil
         }
         box.fillElementChange(snapshot: _storage, keyPath: tracker.keyPath(for: keyID),
-                              oldValue: wantsOld ? oldValue : nil, newValue: wantsNew ? newValue : nil)
+                              oldValue: wantsOld ? Optional(oldValue) : nil, newValue: wantsNew ? Optional(newValue) : nil)
         return (cache, range)
     }
 
