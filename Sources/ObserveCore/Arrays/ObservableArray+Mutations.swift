@@ -411,6 +411,9 @@ extension ObservableArray {
 
     /// Replaces the elements in `bounds` with `newElements`: ``ArrayChange/Kind/replace`` (or
     /// ``ArrayChange/Kind/insert`` / ``ArrayChange/Kind/remove`` when one side is empty).
+    ///
+    /// - Complexity: O(`newElements.count`) when the lengths are equal (the elements are
+    ///   overwritten in place); otherwise O(min(index, count - index)) element moves as well.
     public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
         let new = ContiguousArray(newElements)
         _mutate {
@@ -421,8 +424,20 @@ extension ObservableArray {
             if bounds.count == new.count && (0..<new.count).allSatisfy({ _identical(_storage[bounds.lowerBound + $0], new[$0]) }) {
                 return nil   // replacing elements with themselves changes nothing
             }
-            let removed = _removeElements(bounds, capture: _mustRecord)
-            _insertElements(new, at: bounds.lowerBound)
+            let removed: ContiguousArray<Element>
+            if bounds.count == new.count {
+                // Same length: overwrite in place (no element outside the range moves).
+                var olds = ContiguousArray<Element>()
+                if _mustRecord { olds.reserveCapacity(new.count) }
+                for (offset, element) in new.enumerated() {
+                    let old = _replaceElement(at: bounds.lowerBound + offset, with: element)
+                    if _mustRecord { olds.append(old) }
+                }
+                removed = olds
+            } else {
+                removed = _removeElements(bounds, capture: _mustRecord)
+                _insertElements(new, at: bounds.lowerBound)
+            }
             if let batch = _batch {
                 _batchRemoved(at: bounds.lowerBound, removed)
                 if !new.isEmpty { batch.composer.insert(at: bounds.lowerBound, count: new.count) }

@@ -142,6 +142,28 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("a same-length replaceSubrange overwrites in place: replace change, tracking follows",
+          arguments: ObservationBackend.allCases)
+    func sameLengthReplaceSubrange(backend: ObservationBackend) {
+        let roster = students(backend, "a", "b", "c", "d", "e")
+        let (x, y) = (Student(backend, "x"), Student(backend, "y"))
+        let array = ObservableArray(roster, backend: backend)
+        var changes: [ArrayChange<Student>] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in changes.append(change) }
+        array.replaceSubrange(1..<3, with: [x, y])
+        #expect(Array(array).map(\.name) == ["a", "x", "y", "d", "e"])
+        #expect(changes.count == 1 && changes[0].kind == .replace)
+        #expect(describe(changes[0]) == ["b 1->nil", "c 2->nil", "x nil->1", "y nil->2"])
+        #expect(changes[0].applying(to: roster)!.map(\.name) == ["a", "x", "y", "d", "e"])
+        changes.removeAll()
+        roster[1].name = "gone"                   // b left the array
+        y.name = "Y"
+        roster[3].name = "D"                      // d did not move
+        #expect(changes.map { $0.elements.map(\.newIndex!) } == [[2], [3]])
+        array._checkInvariants()
+        token.cancel()
+    }
+
     @Test("an element present twice is reported with both indices; in two arrays, to each", arguments: ObservationBackend.allCases)
     func duplicatesAndSharedElements(backend: ObservationBackend) {
         let ada = Student(backend, "ada"), bob = Student(backend, "bob")
