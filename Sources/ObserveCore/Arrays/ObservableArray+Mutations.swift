@@ -239,7 +239,25 @@ extension ObservableArray {
 
     /// Inserts `element` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
     /// - Complexity: O(min(index, count - index)); O(1) at either end.
+    @inlinable
     public func insert(_ element: Element, at index: Int) {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
+            let ring = _storage
+            if _slowPath(index < 0 || index > ring.count) { _indexOutOfRange("insert", index, ring.count) }
+            // Open a gap at `index`, moving the shorter side.
+            if index < ring.count - index {
+                ring.moveLogical(from: 0, to: -1, count: index)
+                ring.head = (ring.head &- 1) & ring.mask
+            } else {
+                ring.moveLogical(from: index, to: index + 1, count: ring.count - index)
+            }
+            (ring.base + ring.slot(index)).initialize(to: element)
+            ring.count &+= 1
+            _lock.unlock()
+            return
+        }
+        _lock.unlock()
         insert(contentsOf: CollectionOfOne(element), at: index)
     }
 
@@ -260,7 +278,31 @@ extension ObservableArray {
     /// Removes and returns the element at `index`. Reports ``ArrayChange/Kind/remove``.
     /// - Complexity: O(min(index, count - index)); O(1) at either end.
     @discardableResult
+    @inlinable
     public func remove(at index: Int) -> Element {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique) {
+            let ring = _storage
+            if _slowPath(index < 0 || index >= ring.count) { _indexOutOfRange("remove(at:)", index, ring.count) }
+            let element = (ring.base + ring.slot(index)).move()
+            // Close the gap, moving the shorter side.
+            if index < ring.count - 1 - index {
+                ring.moveLogical(from: 0, to: 1, count: index)
+                ring.head = (ring.head &+ 1) & ring.mask
+            } else {
+                ring.moveLogical(from: index + 1, to: index, count: ring.count - 1 - index)
+            }
+            ring.count &-= 1
+            _lock.unlock()
+            return element
+        }
+        _lock.unlock()
+        return _remove(at: index)
+    }
+
+    /// `remove(at:)` when someone observes (or the storage is shared, or a batch is open).
+    @usableFromInline
+    internal func _remove(at index: Int) -> Element {
         var result: Element?
         _mutate {
             _checkIndex(index, "remove(at:)")

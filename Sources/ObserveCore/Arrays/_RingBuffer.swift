@@ -82,6 +82,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     /// ranges may overlap; either may be negative, i.e. before the head) in at most a few bulk
     /// moves, one per stretch that is contiguous in both source and destination. The vacated
     /// slots become uninitialised.
+    @usableFromInline
     func moveLogical(from: Int, to: Int, count: Int) {
         guard count > 0, from != to else { return }
         if to < from {

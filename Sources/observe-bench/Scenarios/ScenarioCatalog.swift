@@ -7,7 +7,7 @@
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.insert-front", "array.append-10k", "array.batch-100",
-        "array.unobserved-append", "array.unobserved-subscript-set", "array.iterate",
+        "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
     ]
 
     /// The default suite: set.N for each N in `observerCounts`, then the rest, then the array

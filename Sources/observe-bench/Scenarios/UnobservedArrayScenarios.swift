@@ -10,6 +10,7 @@ import ObserveCore
 struct ArrayUnobservedScenario: ArrayScenario {
     enum Operation: String, CaseIterable {
         case append = "array.unobserved-append"
+        case insertMiddle = "array.unobserved-insert-middle"
         case subscriptSet = "array.unobserved-subscript-set"
         case iterate = "array.iterate"
     }
@@ -20,11 +21,12 @@ struct ArrayUnobservedScenario: ArrayScenario {
     var summary: String {
         switch operation {
         case .append: return "append one Int to an array nobody observes (grows from N; per element)"
+        case .insertMiddle: return "insert(x, at: N/2) then remove(at: N/2) on an array of N nobody observes (one op = both)"
         case .subscriptSet: return "array[i] = x at a pseudo-random i of an array of N that nobody observes"
         case .iterate: return "for-in over an array of N that nobody observes (per element)"
         }
     }
-    var unit: String { operation == .subscriptSet ? "ns per op" : "ns per element" }
+    var unit: String { operation == .subscriptSet || operation == .insertMiddle ? "ns per op" : "ns per element" }
     var impls: [Impl] { [.c, .plain] }
     var peer: Impl? { .plain }
     var ratioStyle: RatioStyle { .costRelativeToPeer }
@@ -34,6 +36,9 @@ struct ArrayUnobservedScenario: ArrayScenario {
         case .append:
             return ["one op = one append; every batch appends to an array of N and the batch's elements are removed "
                     + "afterwards (untimed); the contents are checked."]
+        case .insertMiddle:
+            return ["one op = one insertion in the middle and the removal of the same element (N stays fixed); both "
+                    + "impls move the shorter side (the ring: half of N / 2, the Array: N / 2); the contents are checked."]
         case .subscriptSet:
             return ["the indices follow a fixed pseudo-random sequence of 4,096 (the same for both impls); the sum of "
                     + "the contents is checked."]
@@ -65,6 +70,27 @@ struct ArrayUnobservedScenario: ArrayScenario {
             }, tearDown: {
                 array.count == n && array.reduce(0, &+) == expectedSum ? nil : "\(label): contents changed"
             }, finishBatch: { count in array.removeLast(count) })
+
+        case (.insertMiddle, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            return Fixture(runBatch: { count in
+                for i in 0..<count {
+                    array.insert(-i, at: n / 2)
+                    blackHole(array.remove(at: n / 2))
+                }
+            }, tearDown: {
+                Array(array) == Array(0..<n) ? nil : "\(label): contents changed"
+            })
+        case (.insertMiddle, .plain):
+            var array = Array(0..<n)
+            return Fixture(runBatch: { count in
+                for i in 0..<count {
+                    array.insert(-i, at: n / 2)
+                    blackHole(array.remove(at: n / 2))
+                }
+            }, tearDown: {
+                array == Array(0..<n) ? nil : "\(label): contents changed"
+            })
 
         case (.subscriptSet, .c):
             return subscriptSetFixture(ObservableArray(0..<n, backend: .c), order: order, label: label)

@@ -226,6 +226,47 @@ struct ObservableArrayTests {
         #expect(Array(array) == [5, 4, 3, 2, 1])
     }
 
+    @Test("random unobserved mutations agree with Array, across ring wrap-around, growth and snapshots",
+          arguments: ObservationBackend.allCases)
+    func unobservedFastPathsAgreeWithArray(backend: ObservationBackend) {
+        var rng = SplitMix(seed: 0xFA57_FA57)
+        let array = ObservableArray<Int>(backend: backend)
+        var model: [Int] = []
+        var snapshots: [(ObservableArray<Int>.Iterator, [Int])] = []
+        for step in 0..<5_000 {
+            let n = model.count
+            switch rng.below(10) {
+            case 0, 1: array.append(step); model.append(step)
+            case 2, 3: let i = rng.below(n + 1); array.insert(step, at: i); model.insert(step, at: i)
+            case 4, 5 where n > 0: let i = rng.below(n); #expect(array.remove(at: i) == model.remove(at: i))
+            case 6 where n > 0: #expect(array.popLast() == model.popLast())
+            case 7 where n > 0: let i = rng.below(n); array[i] = -step; model[i] = -step
+            case 8: array.reverse(); model.reverse()
+            case 9 where rng.below(20) == 0:
+                // A snapshot (the storage becomes shared) or a brief observation (the general path).
+                if rng.below(2) == 0 {
+                    snapshots.append((array.makeIterator(), model))
+                } else {
+                    var seen = 0
+                    let token = array.observe { _, _ in seen += 1 }
+                    array.insert(step, at: 0)
+                    model.insert(step, at: 0)
+                    token.cancel()
+                    #expect(seen == 1)
+                }
+            default: break
+            }
+            if step % 50 == 0 { #expect(Array(array) == model, "step \(step)") }
+        }
+        #expect(Array(array) == model)
+        for (iterator, contents) in snapshots {
+            var iterator = iterator
+            var seen: [Int] = []
+            while let element = iterator.next() { seen.append(element) }
+            #expect(seen == contents, "an iterator's snapshot never changes")
+        }
+    }
+
     @Test("out-of-range indices trap like Array's")
     func outOfRangeTraps() async {
         await #expect(processExitsWith: .failure) {
