@@ -215,7 +215,7 @@ struct Target {
         + "that path specialized for the element type (typed element changes) with one lock."
     static let mutationNote = "an observed mutation runs unspecialized generic code (metadata accessors, value "
         + "witnesses) and allocates (the inserted/removed elements' ContiguousArray, the runs, the change) even for "
-        + "one element; only unobserved append, popLast and subscript have inlinable fast paths."
+        + "one element; only unobserved mutations take inlinable fast paths."
     static let batchNote = "middle edits move min(i, N - i) elements (bulk memmoves; the position index is rebuilt "
         + "lazily once), so at 100k the edits' own memmoves, not the encoding, set the floor; meeting it needs "
         + "storage whose middle edits move few elements (chunked / B-tree)."
