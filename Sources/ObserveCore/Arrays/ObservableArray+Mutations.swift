@@ -146,7 +146,7 @@ extension ObservableArray {
         guard !runs.isEmpty, let (cache, range) = _observers() else { return nil }
         let change = ArrayChange(kind: kind, runs: runs, removed: removed, snapshot: _storage,
                                  oldCount: oldCount, newCount: _storage.count)
-        return _PendingArrayNotification(array: self, cache: cache, range: range, change: change, elementKeyID: nil)
+        return _PendingArrayNotification(array: self, cache: cache, range: range, change: change)
     }
 
     /// Batch bookkeeping for a removal of `values` at current `index`.

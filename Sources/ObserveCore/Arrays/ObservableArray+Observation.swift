@@ -88,7 +88,9 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
     }
 }
 
-/// A change collected under the array's lock, delivered after it is released.
+/// A structural change collected under the array's lock, delivered after it is released
+/// (element changes take `_deliverElementChange`, which delivers only to the registrations
+/// that asked for the element key).
 ///
 /// It holds a read section on the array's dispatch cache (see `_DispatchCache`): the
 /// registrations in `range` stay alive, unretained, until `deliver()` ends the section. Every
@@ -98,8 +100,6 @@ internal struct _PendingArrayNotification<Element> {
     let cache: Unmanaged<_DispatchCache>
     let range: Range<Int>
     let change: ArrayChange<Element>
-    /// For element changes: only registrations that asked for this element key get it.
-    let elementKeyID: UInt32?
 
     func deliver() {
         defer { array.kvoRegistrar._leaveReadSection() }
@@ -108,8 +108,6 @@ internal struct _PendingArrayNotification<Element> {
         let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
-                if let elementKeyID,
-                   !unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(elementKeyID) { return }
                 unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(array, change)
             }
         }

@@ -19,19 +19,16 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     func leaveAll(_ ring: _RingBuffer<Element>) {}
     /// Whether the tracker still serves observers.
     var isActive: Bool { false }
-    /// The logical indices of `element`, ascending (lock held).
-    func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] { [] }
     /// Appends `element`'s indices to `runs` as canonical modify runs (ascending, touching ones
     /// merged); false when the element is not in the array. Allocates nothing for an element
     /// present once (lock held).
     func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool { false }
-    /// Whether the position index matches the ring (false after `invalidatePositions`).
+    /// Whether the position index matches the ring (false once a block move could not be
+    /// recorded; it is rebuilt on next use).
     var isIndexed: Bool { true }
-    /// The ring was reshuffled in bulk: the index is stale until rebuilt on next use. Element
-    /// memberships are still counted as elements enter and leave.
-    func invalidatePositions() {}
     /// The `count` elements that were in slots from `firstSlot` on moved `delta` slots (the ring
-    /// already shows it): recorded by the index, or the index becomes stale.
+    /// already shows it): recorded by the index, or the index becomes stale (element memberships
+    /// are still counted as elements enter and leave).
     func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {}
     /// Shuts the tracker down: every element leaves, the directory forgets it.
     func deactivate(_ ring: _RingBuffer<Element>) {}
@@ -80,8 +77,6 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     private func _address(_ element: Element) -> UInt { UInt(bitPattern: ObjectIdentifier(element)) }
 
     override var isIndexed: Bool { !_stale }
-
-    override func invalidatePositions() { _stale = true }
 
     override func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {
         if _stale { return }
@@ -142,15 +137,6 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         _active = false
         leaveAll(ring)
         _ElementTrackers.shared.unregister(self, keyIDs: keys.map(\.id))
-    }
-
-    /// The logical indices of `element` in the ring, ascending (the caller holds the lock).
-    override func indices(of element: Element, ring: _RingBuffer<Element>) -> [Int] {
-        guard ring.capacity > 0 else { return [] }
-        _refresh(ring)
-        _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
-        if _slots.count == 1 { return [(Int(_slots[0]) &- ring.head) & ring.mask] }
-        return _slots.map { (Int($0) &- ring.head) & ring.mask }.sorted()
     }
 
     override func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {
