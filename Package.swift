@@ -38,10 +38,17 @@ let package = Package(
             dependencies: ["CObserveCore"],
             path: "Sources/ObserveCore"
         ),
+        // observe-bench's allocation counter: it replaces malloc and friends for the whole process
+        // it is linked into, so no other target may depend on it (see its header).
+        .target(
+            name: "BenchAllocCounter",
+            path: "Sources/BenchAllocCounter"
+        ),
         .executableTarget(
             name: "observe-bench",
             dependencies: [
                 "ObserveCore",
+                "BenchAllocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "OpenCombine", package: "OpenCombine"),

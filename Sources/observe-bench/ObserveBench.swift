@@ -73,6 +73,16 @@ struct ObserveBench: ParsableCommand {
             used by other processes meanwhile is measured (/proc/stat) and
             reported.
 
+            Allocations per op (the allocs/op column, JSON
+            allocations_per_op): observe-bench replaces malloc, calloc,
+            realloc, posix_memalign, aligned_alloc and memalign in its own
+            process (Sources/BenchAllocCounter) and counts their calls per
+            thread. After each repetition's timed batches, untimed batches
+            (at least 256 ops or 1 ms) count what one op allocates; an op is
+            the row's op (a whole setup, append or batch). A probe at start-up
+            (1,000 Swift objects must count as 1,000 allocations) decides
+            whether the figures are shown at all.
+
             Array scenarios sample for --array-measure-ms per cell per
             repetition; an op that is a whole setup, append or batch is timed
             one per batch (its untimed preparation — building the array to
@@ -269,6 +279,7 @@ struct ObserveBench: ParsableCommand {
         }
         FileHandle.standardError.write(("observe-bench: \(cells.count) (scenario, impl) cells × \(config.repetitions) "
             + "repetitions, \(Int(Double(config.measureNs) / 1e6)) ms timed each\n").data(using: .utf8)!)
+        FileHandle.standardError.write(("allocations: " + AllocationCounter.method + "\n").data(using: .utf8)!)
 
         let runner = Runner(cells: cells, config: config)
         runner.run()

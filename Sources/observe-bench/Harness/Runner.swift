@@ -55,6 +55,9 @@ final class Cell {
     /// Median ns/op of each repetition's samples.
     var repetitionMedians: [Double] = []
     var bytesPerItem: [Double] = []
+    /// Per repetition: heap allocations per op, counted in untimed batches after the timed ones
+    /// (latency scenarios, when `AllocationCounter.isCounting`).
+    var allocationsPerOp: [Double] = []
     /// Per repetition: bytes per item of the element-position index, where reported.
     var indexBytesPerItem: [Double] = []
     var memoryItems: Int?
@@ -301,13 +304,21 @@ final class Runner {
                 bytesNote += String(format: " (index %.2f)", index)
             }
         }
+        // After the heap figure (array.setup's comes from the timed batches' clean-up): more
+        // operations, untimed, counting allocations; tear-down checks them with the rest.
+        var allocationsNote = ""
+        if AllocationCounter.isCounting {
+            let perOp = Harness.allocationsPerOp(fixture, batch: batch)
+            cell.allocationsPerOp.append(perOp)
+            allocationsNote = ", \(formatAllocations(perOp)) allocations per op"
+        }
         warn(cell, fixture.tearDown())
         checkLeaks(cell, before: registrationsBefore)
         for sample in samples { cell.histogram.record(sample) }
         let median = Harness.median(samples) / 1000
         cell.repetitionMedians.append(median)
         let unit = cell.scenario.unit.replacingOccurrences(of: "ns per ", with: "ns/")
-        return formatNs(median) + " \(unit)  (batch \(batch), \(samples.count) samples\(bytesNote))"
+        return formatNs(median) + " \(unit)  (batch \(batch), \(samples.count) samples\(bytesNote)\(allocationsNote))"
     }
 
     private func runMemory(_ cell: Cell) -> String {

@@ -99,7 +99,11 @@ struct JSONReport {
                     + "element, one op being the whole setup / append; array.batch-100: per batch of 100 edits); untimed "
                     + "preparation (building the array to observe, generating the edits) runs outside the clock; "
                     + "array.setup bytes_per_item = heap growth across the setup call / n (malloc accounting), "
-                    + "index_bytes_per_item = ObserveCore's element-position index alone (_elementIndexBytes / n).")),
+                    + "index_bytes_per_item = ObserveCore's element-position index alone (_elementIndexBytes / n). "
+                    + "allocations_per_op (latency rows): heap allocations made by the measuring thread per op (per whole "
+                    + "op, not per item), counted in untimed batches after each repetition's timed ones; median and "
+                    + "min/max over repetitions; null when the counter is not in effect (see allocation_method).")),
+                ("allocation_method", .string(AllocationCounter.method)),
                 ("element_counts", .array(config.elementCounts.map(JSON.int))),
                 ("array_measure_ms_per_repetition", .num(Double(config.arrayMeasureNs) / 1e6)),
             ])),
@@ -126,6 +130,11 @@ struct JSONReport {
             ("repetitions", .int(row.repetitions)),
             ("unit", .string(row.unit)),
         ]
+        if row.kind == .latency {
+            pairs.append(("allocations_per_op", .num(row.allocationsPerOp)))
+            pairs.append(("allocations_per_op_min", .num(row.allocationsSpread?.min)))
+            pairs.append(("allocations_per_op_max", .num(row.allocationsSpread?.max)))
+        }
         if row.kind == .latency && (row.bytesPerItem != nil || row.scenario == "array.setup") {
             pairs.append(("bytes_spread_min", .num(row.bytesSpread?.min, places: 1)))
             pairs.append(("bytes_spread_max", .num(row.bytesSpread?.max, places: 1)))

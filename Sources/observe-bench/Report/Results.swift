@@ -20,6 +20,10 @@ struct ResultRow {
     var repetitions: Int
     var bytesPerItem: Double?
     var bytesSpread: (min: Double, max: Double)?
+    /// Heap allocations per op (median over repetitions) and their min-max, counted in untimed
+    /// batches (latency scenarios; nil when the allocation counter is not in effect).
+    var allocationsPerOp: Double?
+    var allocationsSpread: (min: Double, max: Double)?
     /// array.setup (c, swift): bytes per element of the element-position index alone.
     var indexBytesPerItem: Double?
     /// What the figures are ("ns per op", "ns per element", ...).
@@ -69,6 +73,10 @@ struct ResultRow {
             memoryItems = cell.memoryItems
             memoryMethod = cell.memoryMethod
         }
+        if !cell.allocationsPerOp.isEmpty {
+            allocationsPerOp = Harness.median(cell.allocationsPerOp)
+            allocationsSpread = (cell.allocationsPerOp.min()!, cell.allocationsPerOp.max()!)
+        }
         if !cell.speedups.isEmpty {
             speedup = Harness.median(cell.speedups)
             speedupSpread = (cell.speedups.min()!, cell.speedups.max()!)
@@ -104,6 +112,9 @@ struct Target {
         /// impl's own figure (ns, or bytes with `usesBytes`) ≤ limit: an absolute figure, which
         /// only a quiet machine confirms.
         case absoluteAtMost(Double)
+        /// impl's heap allocations per op (counted, not timed) ≤ limit; `.allocationsAtMost(0)`
+        /// is "allocates nothing", measured.
+        case allocationsAtMost(Double)
     }
 
     var label: String
@@ -131,7 +142,9 @@ struct Target {
 
     var limit: Double {
         switch rule {
-        case .costAtMost(let x), .fasterAtLeast(let x), .speedupAtLeast(let x), .absoluteAtMost(let x): return x
+        case .costAtMost(let x), .fasterAtLeast(let x), .speedupAtLeast(let x), .absoluteAtMost(let x),
+             .allocationsAtMost(let x):
+            return x
         }
     }
 
@@ -145,6 +158,7 @@ struct Target {
         case .fasterAtLeast: return "\(peerName)\(at(peerN)) / \(impl.rawValue)\(at(n)) (\(unit))"
         case .speedupAtLeast: return "throughput with 2 threads / throughput with 1 thread (\(impl.rawValue))"
         case .absoluteAtMost: return "\(impl.rawValue)\(at(n)) (\(usesBytes ? "bytes per item" : unit)), absolute"
+        case .allocationsAtMost: return "\(impl.rawValue)\(at(n)) (heap allocations per op, counted), absolute"
         }
     }
 
@@ -153,13 +167,21 @@ struct Target {
 
     /// Whether `measured` is a ratio (else an absolute figure in `unit`).
     var isRatio: Bool {
-        if case .absoluteAtMost = rule { return false }
-        return true
+        switch rule {
+        case .absoluteAtMost, .allocationsAtMost: return false
+        case .costAtMost, .fasterAtLeast, .speedupAtLeast: return true
+        }
+    }
+
+    /// Whether `measured` is heap allocations per op.
+    var usesAllocations: Bool {
+        if case .allocationsAtMost = rule { return true }
+        return false
     }
 
     var comparison: String {
         switch rule {
-        case .costAtMost, .absoluteAtMost: return "<="
+        case .costAtMost, .absoluteAtMost, .allocationsAtMost: return "<="
         case .fasterAtLeast, .speedupAtLeast: return ">="
         }
     }
@@ -176,7 +198,7 @@ struct Target {
                 ?? "not measured in this run (scenario or impl not selected)"
             return
         }
-        if !usesBytes { unit = mine.unit }
+        if usesAllocations { unit = "allocations per op" } else if !usesBytes { unit = mine.unit }
         switch rule {
         case .costAtMost(let limit):
             guard let theirs = peerRow, let a = figure(mine), let b = figure(theirs), b > 0 else {
@@ -197,6 +219,14 @@ struct Target {
             met = s >= limit
         case .absoluteAtMost(let limit):
             guard let a = figure(mine) else { status = "not measured"; return }
+            measured = a
+            met = a <= limit
+        case .allocationsAtMost(let limit):
+            guard let a = mine.allocationsPerOp else {
+                status = "not measured: " + (AllocationCounter.isCounting ? "no allocation count for this row"
+                                                                          : AllocationCounter.notCountingReason)
+                return
+            }
             measured = a
             met = a <= limit
         }
@@ -292,6 +322,10 @@ struct Target {
             Target(label: "array.element-change @100k <= 50 ns (absolute)", scenario: "array.element-change",
                    impl: .c, peer: nil, rule: .absoluteAtMost(50), source: "issue 3 (absolute; quiet machine)", n: k100,
                    whenMissed: Target.elementChangeNote),
+            // The element-change note says it allocates nothing; this counts it.
+            Target(label: "array.element-change @100k allocations per change == 0", scenario: "array.element-change",
+                   impl: .c, peer: nil, rule: .allocationsAtMost(0),
+                   source: "element-change note (\"allocates nothing\"), counted", n: k100),
             // One op is two mutations (removeLast + insert at 0): 1 µs per mutation.
             Target(label: "array.insert-front @100k <= 2 us per op (absolute, 1 us per mutation)",
                    scenario: "array.insert-front", impl: .c, peer: nil, rule: .absoluteAtMost(2_000),

@@ -31,6 +31,13 @@ struct TableReport {
         out.append("per-batch means. median = median over \(config.repetitions) repetitions of each repetition's median;")
         out.append("spread = min-max of those repetition medians; p50/p99/p999 = percentiles of all per-batch means")
         out.append("(an HDR histogram), not of single operations. Repetitions interleave the impls.")
+        if AllocationCounter.isCounting {
+            out.append("allocs/op: heap allocations per op (malloc & co. counted in-process), from untimed batches (>= 256")
+            out.append("ops or 1 ms) after each repetition's timed ones (median); an op is the row's op (a whole setup, append")
+            out.append("or batch where the row says so).")
+        } else {
+            out.append("allocs/op: " + AllocationCounter.method)
+        }
         out.append("")
 
         var printed: [String] = []
@@ -89,6 +96,7 @@ struct TableReport {
             var line = "  " + target.label.padded(width)
             if let measured = target.measured {
                 let figure = target.isRatio ? ratioString(measured)
+                    : target.usesAllocations ? formatAllocations(measured) + " allocs"
                     : target.usesBytes ? String(format: "%.1f B", measured) : formatDuration(measured)
                 line += ("measured " + figure).padded(19) + " "
                 line += target.met == true ? "met" : "MISSED"
@@ -120,12 +128,14 @@ struct TableReport {
         let sized = scenario.sizeLabel != nil
         let withBytes = rows.contains { $0.bytesPerItem != nil }
         let withIndex = rows.contains { $0.indexBytesPerItem != nil }
+        let withAllocations = rows.contains { $0.allocationsPerOp != nil }
         let unit = scenario.unit.replacingOccurrences(of: "ns per ", with: "ns/")
         let peerHeader = scenario.peer.map { "vs \($0.rawValue)" } ?? ""
         var header: [String] = sized ? ["impl", "N"] : ["impl"]
         header += ["median " + unit, "spread", "p50", "p99", "p999", "batch", "samples"]
         if withBytes { header.append("bytes/item") }
         if withIndex { header.append("index B/item") }
+        if withAllocations { header.append("allocs/op") }
         header.append(peerHeader)
         var table: [[String]] = [header]
         var previousN: Int?
@@ -144,6 +154,7 @@ struct TableReport {
             cells.append(groupThousands(row.samples))
             if withBytes { cells.append(row.bytesPerItem.map { String(format: "%.1f", $0) } ?? "") }
             if withIndex { cells.append(row.indexBytesPerItem.map { String(format: "%.2f", $0) } ?? "") }
+            if withAllocations { cells.append(row.allocationsPerOp.map(formatAllocations) ?? "") }
             var ratio = ratioCell(scenario, row, peerRow)
             if withBytes, let peerRow, row.impl != peerRow.impl, let mine = row.bytesPerItem, let theirs = peerRow.bytesPerItem,
                mine > 0, theirs > 0 {
@@ -159,6 +170,7 @@ struct TableReport {
         if sized { right.insert(1) }
         if withBytes { right.insert(8 + offset) }
         if withIndex { right.insert(8 + offset + (withBytes ? 1 : 0)) }
+        if withAllocations { right.insert(8 + offset + (withBytes ? 1 : 0) + (withIndex ? 1 : 0)) }
         return layout(table, rightAligned: right)
     }
 
