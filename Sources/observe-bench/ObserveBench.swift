@@ -32,7 +32,7 @@ struct ObserveBench: ParsableCommand {
 
             Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
             register.remove, register.memory, threads.2-distinct, and the
-            five array scenarios at each --elements size):
+            array scenarios below at each --elements size):
               set.N               one property set with N inline observers
                                   (any N); each observer adds the new value
                                   to a counter
@@ -50,6 +50,10 @@ struct ObserveBench: ParsableCommand {
               array.element-change
                                   one element's property set; the observer
                                   reads its index (ns per change)
+              array.element-change-10
+                                  the same with 10 observers, each checked
+                                  (per-element-naive: 10 registrations per
+                                  element, one per observer)
               array.insert-front  removeLast() + insert(it, at: 0), both
                                   observed; N stays fixed (ns per pair)
               array.append-10k    append(contentsOf:) 10,000 elements (ns per

@@ -325,6 +325,64 @@ final class NaiveObservedArray: @unchecked Sendable {
     }
 }
 
+// MARK: - The seeds' approach with several parties or repeated elements
+
+/// The seeds' approach on an element-change row `NaiveObservedArray` cannot express: several
+/// interested parties (`array.element-change-10`). That row makes no structural edit, so this
+/// has no mutators; its set-up and its cost per change are what a wrapper with mutators pays.
+///
+/// - `.map`: every party registers once per element (k parties: k registrations per element,
+///   what k independent users of per-element observation would make); a handler finds its
+///   element's index in the element -> index Dictionary, one for all parties, under the
+///   wrapper's Mutex: `NaiveObservedArray`'s `.map` path, once per party. Elements are distinct.
+final class NaiveElementChangePeer: @unchecked Sendable {
+    enum Indexing { case map }
+
+    private struct State {
+        /// `.map`: element -> index.
+        var indexOfElement: [ObjectIdentifier: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+    private var tokens: [NaiveToken] = []
+
+    /// Registers every party on every element: the set-up.
+    init(_ elements: some Collection<NaiveStudent>, indexing: Indexing, parties: [(NaiveArrayChange) -> Void]) {
+        state.withLock { state in
+            switch indexing {
+            case .map:
+                state.indexOfElement.reserveCapacity(elements.count)
+                for (index, element) in elements.enumerated() {
+                    let previous = state.indexOfElement.updateValue(index, forKey: ObjectIdentifier(element))
+                    precondition(previous == nil, "NaiveElementChangePeer(.map): elements must be distinct")
+                }
+            }
+        }
+        tokens.reserveCapacity(elements.count * parties.count)
+        for party in parties {
+            // Each handler calls its party's closure directly (wrapped only to cross the
+            // registry's @Sendable boundary, as the harness's other values are).
+            let observer = Unchecked(party)
+            for element in elements {
+                switch indexing {
+                case .map:
+                    tokens.append(NaiveRegistry.shared.observe(element, property: NaiveStudent.gradeProperty) {
+                        [unowned self] (element: NaiveStudent, _: Int, new: Int) in
+                        guard let index = self.state.withLock({ $0.indexOfElement[ObjectIdentifier(element)] }) else { return }
+                        observer.value(NaiveArrayChange(kind: .elementChanged, index: index, count: 1, value: new))
+                    })
+                }
+            }
+        }
+    }
+
+    /// Removes every registration (tear-down).
+    func cancelAll() {
+        for token in tokens { token.cancel() }
+        tokens = []
+    }
+}
+
 // MARK: - Observation and OpenCombine: one observation per element
 
 /// Swift's Observation framework observing an array's elements: one `withObservationTracking`

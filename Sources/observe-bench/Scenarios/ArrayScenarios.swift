@@ -36,18 +36,18 @@ extension ArrayScenario {
 }
 
 /// ObserveCore's backend for an impl.
-private func backend(_ impl: Impl) -> ObservationBackend { impl == .c ? .c : .swift }
+func backend(_ impl: Impl) -> ObservationBackend { impl == .c ? .c : .swift }
 
 /// The one observation every ObserveCore fixture makes: the array's mutations and its
 /// elements' `grade`, with `handler` reading the change.
-private func observeArray(_ array: ObservableArray<KVOStudent>,
+func observeArray(_ array: ObservableArray<KVOStudent>,
                           _ handler: @escaping (ArrayChange<KVOStudent>) -> Void) -> ObservationToken {
     array.observe(elementKeyPaths: [\KVOStudent.grade]) { _, change in handler(change) }
 }
 
 /// The observer's side effect when it is told about an element change: the element's index.
 /// ObserveCore's documented way (`change.elements`, README "Observing arrays").
-private func readElementChange(_ change: ArrayChange<KVOStudent>, _ sink: Sink) {
+func readElementChange(_ change: ArrayChange<KVOStudent>, _ sink: Sink) {
     for element in change.elements { sink.add(element.newIndex!) }
 }
 
@@ -68,7 +68,7 @@ private func steadyMedian(_ values: [Double]) -> Double? {
     return Harness.median(values.count > 1 ? Array(values.dropFirst()) : values)
 }
 
-private func mismatch(_ what: String, _ got: Int, _ expected: Int) -> String? {
+func mismatch(_ what: String, _ got: Int, _ expected: Int) -> String? {
     got == expected ? nil : "\(what): observers reported \(got), expected \(expected)"
 }
 
@@ -243,8 +243,9 @@ struct ArrayElementChangeScenario: ArrayScenario {
         cheapSampling(config, measureFraction: impl == .scan ? 0.5 : 1)
     }
 
-    /// The indices set, in order (seeded by N, the same for every impl).
-    private func order() -> [Int] {
+    /// The indices set, in order (seeded by N, the same for every impl and for the rows that
+    /// repeat this one with more observers).
+    static func order(n: Int) -> [Int] {
         var generator = SplitMix64(seed: 0xE1E_C4A6E &+ UInt64(n))
         return (0..<Self.sequenceLength).map { _ in Int.random(in: 0..<n, using: &generator) }
     }
@@ -252,7 +253,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
         let n = self.n, label = "array.element-change/\(impl.rawValue)"
         let sink = Sink()
-        let order = self.order()
+        let order = Self.order(n: n)
         let mask = Self.sequenceLength - 1
         var base = runtimeSeed
         var cursor = 0
