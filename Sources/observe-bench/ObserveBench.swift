@@ -54,6 +54,12 @@ struct ObserveBench: ParsableCommand {
                                   the same with 10 observers, each checked
                                   (per-element-naive: 10 registrations per
                                   element, one per observer)
+              array.element-change-repeated
+                                  set one element present at 1,000 indices
+                                  (N/10 below N=10,000); the observer is told
+                                  every index (per-element-naive: one
+                                  registration per array slot, index from a
+                                  slot -> index table)
               array.insert-front  removeLast() + insert(it, at: 0), both
                                   observed; N stays fixed (ns per pair)
               array.append-10k    append(contentsOf:) 10,000 elements (ns per

@@ -327,26 +327,35 @@ final class NaiveObservedArray: @unchecked Sendable {
 
 // MARK: - The seeds' approach with several parties or repeated elements
 
-/// The seeds' approach on an element-change row `NaiveObservedArray` cannot express: several
-/// interested parties (`array.element-change-10`). That row makes no structural edit, so this
-/// has no mutators; its set-up and its cost per change are what a wrapper with mutators pays.
+/// The seeds' approach on the two element-change rows `NaiveObservedArray` cannot express:
+/// several interested parties (`array.element-change-10`) and an element present at several
+/// indices (`array.element-change-repeated`). Those rows make no structural edit, so this has
+/// no mutators; its set-up and its cost per change are what a wrapper with mutators pays.
 ///
 /// - `.map`: every party registers once per element (k parties: k registrations per element,
 ///   what k independent users of per-element observation would make); a handler finds its
 ///   element's index in the element -> index Dictionary, one for all parties, under the
 ///   wrapper's Mutex: `NaiveObservedArray`'s `.map` path, once per party. Elements are distinct.
+/// - `.slot`: every party registers once per array slot (an element at 1,000 indices gets 1,000
+///   registrations per party, all called on each set of it), and a handler reads its slot's
+///   current index from a slot -> index table under the wrapper's Mutex. The map cannot hold an
+///   element twice; the table can, and a wrapper with mutators would renumber it on insertion
+///   and removal (O(N), as the map is shifted), so reading it is the O(1) per callback a user
+///   would get.
 final class NaiveElementChangePeer: @unchecked Sendable {
-    enum Indexing { case map }
+    enum Indexing { case map, slot }
 
     private struct State {
         /// `.map`: element -> index.
         var indexOfElement: [ObjectIdentifier: Int] = [:]
+        /// `.slot`: registration's slot -> current index.
+        var indexOfSlot: [Int] = []
     }
 
     private let state = Mutex(State())
     private var tokens: [NaiveToken] = []
 
-    /// Registers every party on every element: the set-up.
+    /// Registers every party on every element (`.map`) or slot (`.slot`): the set-up.
     init(_ elements: some Collection<NaiveStudent>, indexing: Indexing, parties: [(NaiveArrayChange) -> Void]) {
         state.withLock { state in
             switch indexing {
@@ -356,6 +365,8 @@ final class NaiveElementChangePeer: @unchecked Sendable {
                     let previous = state.indexOfElement.updateValue(index, forKey: ObjectIdentifier(element))
                     precondition(previous == nil, "NaiveElementChangePeer(.map): elements must be distinct")
                 }
+            case .slot:
+                state.indexOfSlot = Array(0..<elements.count)
             }
         }
         tokens.reserveCapacity(elements.count * parties.count)
@@ -363,12 +374,18 @@ final class NaiveElementChangePeer: @unchecked Sendable {
             // Each handler calls its party's closure directly (wrapped only to cross the
             // registry's @Sendable boundary, as the harness's other values are).
             let observer = Unchecked(party)
-            for element in elements {
+            for (slot, element) in elements.enumerated() {
                 switch indexing {
                 case .map:
                     tokens.append(NaiveRegistry.shared.observe(element, property: NaiveStudent.gradeProperty) {
                         [unowned self] (element: NaiveStudent, _: Int, new: Int) in
                         guard let index = self.state.withLock({ $0.indexOfElement[ObjectIdentifier(element)] }) else { return }
+                        observer.value(NaiveArrayChange(kind: .elementChanged, index: index, count: 1, value: new))
+                    })
+                case .slot:
+                    tokens.append(NaiveRegistry.shared.observe(element, property: NaiveStudent.gradeProperty) {
+                        [unowned self] (_: NaiveStudent, _: Int, new: Int) in
+                        let index = self.state.withLock { $0.indexOfSlot[slot] }
                         observer.value(NaiveArrayChange(kind: .elementChanged, index: index, count: 1, value: new))
                     })
                 }

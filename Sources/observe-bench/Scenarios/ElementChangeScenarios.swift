@@ -1,8 +1,9 @@
 import ObserveCore
 
-// Variations of `array.element-change` that change what one set has to tell: ten interested
-// parties instead of one (`array.element-change-10`). It runs at every `--elements` size and
-// checks, as the original row does, that every observer was told every set with the right indices.
+// Two variations of `array.element-change` that change what one set has to tell: ten interested
+// parties instead of one (`array.element-change-10`), and one element present at many indices
+// (`array.element-change-repeated`). Both run at every `--elements` size and check, as the
+// original row does, that every observer was told every set with the right indices.
 
 // MARK: - array.element-change-10
 
@@ -93,6 +94,108 @@ struct ArrayElementChangeTenScenario: ArrayScenario {
                 peer.cancelAll()
                 freshNaiveTable()
                 return check()
+            })
+
+        default:
+            preconditionFailure("\(impl) does not apply to \(name)")
+        }
+    }
+}
+
+// MARK: - array.element-change-repeated
+
+/// `array.element-change-repeated`: one element sits at `repeats` indices of an array of N (1,000
+/// indices, every N/1,000-th slot from 0; N/10 of them below N = 10,000), the other slots hold
+/// distinct elements, and one op sets the repeated element's `grade`. Every observer must be told
+/// every index: the fixture checks `repeats` reports per set and their sum.
+/// - c, swift: one array observer; the element-position index maps the element to its slots,
+///   and one change lists every index (`change.elements`).
+/// - per-element-naive: one naive registration per array slot (the repeated element holds
+///   `repeats` of them, all called on each set), each reading its slot's index from the
+///   wrapper's slot -> index table (`NaiveElementChangePeer`, `.slot`): per-element observation
+///   as a user would write it once an element may repeat (an element -> index map cannot say
+///   "at these 1,000 indices"; keeping a list of indices per element in it would be a position
+///   index of its own).
+struct ArrayElementChangeRepeatedScenario: ArrayScenario {
+    static let maxRepeats = 1_000
+    let n: Int
+    /// Indices holding the repeated element.
+    var repeats: Int { min(Self.maxRepeats, n / 10) }
+    var name: String { "array.element-change-repeated" }
+    var summary: String {
+        "set the observed property of one element present at 1,000 indices (N/10 below N=10,000); the observer "
+            + "is told every index"
+    }
+    var impls: [Impl] { [.c, .swift, .perElementNaive] }
+    var peer: Impl? { .perElementNaive }
+    var chartFamily: ChartFamily? {
+        ChartFamily(title: "array.element-change-repeated — an element at 1,000 indices set, every index reported",
+                    xLabel: "elements (N)", yLabel: "ns per change")
+    }
+    var notes: [String] {
+        ["one op = one set of the repeated element, which sits at 1,000 indices (N/10 below N=10,000: 100 at N=1,000), "
+         + "evenly spread from index 0; the other slots hold distinct elements. c/swift: one observer told one change "
+         + "listing every index (change.elements); per-element-naive: one naive registration per array slot (so all "
+         + "of the element's 1,000 registrations are called), each reading its slot's index from the wrapper's slot "
+         + "-> index table (a map keyed by element cannot hold it twice). The number of indices reported and their "
+         + "sum are checked."]
+    }
+
+    func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { cheapSampling(config) }
+
+    /// The array's contents: `repeated` at every `n / repeats`-th slot from 0 (`repeats` of them),
+    /// `pool[slot]` elsewhere.
+    private func contents<Element>(_ pool: [Element], repeated: Element) -> (elements: [Element], indices: [Int]) {
+        let stride = n / repeats
+        let indices = (0..<repeats).map { $0 * stride }
+        var elements = Array(pool[0..<n])
+        for index in indices { elements[index] = repeated }
+        return (elements, indices)
+    }
+
+    func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
+        let repeats = self.repeats, label = "\(name)/\(impl.rawValue)"
+        let sink = Sink()
+        var base = runtimeSeed
+        var ops = 0
+        func check(_ indices: [Int]) -> String? {
+            sink.consume()
+            return mismatch("\(label) indices reported", sink.calls, ops &* repeats)
+                ?? mismatch("\(label) sum of indices", sink.total, ops &* indices.reduce(0, &+))
+        }
+
+        switch impl {
+        case .c, .swift:
+            let backend = backend(impl)
+            let pool = StudentPool.kvoStudents(backend)
+            let repeated = pool[StudentPool.spareBase]
+            let (elements, indices) = contents(pool, repeated: repeated)
+            let array = ObservableArray(elements, backend: backend)
+            let token = observeArray(array) { readElementChange($0, sink) }
+            return Fixture(runBatch: { count in
+                for i in 0..<count { setGrade(repeated, base &+ i) }
+                base &+= count
+                ops += count
+            }, tearDown: {
+                token.cancel()
+                array._checkInvariants()
+                return check(indices)
+            })
+
+        case .perElementNaive:
+            freshNaiveTable()
+            let pool = StudentPool.naiveStudents()
+            let repeated = pool[StudentPool.spareBase]
+            let (elements, indices) = contents(pool, repeated: repeated)
+            let peer = NaiveElementChangePeer(elements, indexing: .slot, parties: [{ change in sink.add(change.index) }])
+            return Fixture(runBatch: { count in
+                for i in 0..<count { setGrade(repeated, base &+ i) }
+                base &+= count
+                ops += count
+            }, tearDown: {
+                peer.cancelAll()
+                freshNaiveTable()
+                return check(indices)
             })
 
         default:

@@ -1,13 +1,13 @@
 /// Every scenario the CLI knows, by name.
 ///
 /// The array scenarios (`array.setup`, `array.element-change`, `array.element-change-10`,
-/// `array.insert-front`, `array.append-10k`, `array.batch-100` and the unobserved ones) run at
-/// every size of `--elements` (default 1k / 10k / 100k): one `Scenario` instance per size,
-/// sharing the name and a chart family over "elements (N)".
+/// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.batch-100`
+/// and the unobserved ones) run at every size of `--elements` (default 1k / 10k / 100k): one
+/// `Scenario` instance per size, sharing the name and a chart family over "elements (N)".
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
-        "array.setup", "array.element-change", "array.element-change-10", "array.insert-front", "array.append-10k",
-        "array.batch-100",
+        "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
+        "array.insert-front", "array.append-10k", "array.batch-100",
         "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
     ]
 
@@ -51,6 +51,7 @@ enum ScenarioCatalog {
         case "array.setup": return elementCounts.map { ArraySetupScenario(n: $0) }
         case "array.element-change": return elementCounts.map { ArrayElementChangeScenario(n: $0) }
         case "array.element-change-10": return elementCounts.map { ArrayElementChangeTenScenario(n: $0) }
+        case "array.element-change-repeated": return elementCounts.map { ArrayElementChangeRepeatedScenario(n: $0) }
         case "array.insert-front": return elementCounts.map { ArrayInsertFrontScenario(n: $0) }
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
