@@ -66,6 +66,16 @@ struct ObserveBench: ParsableCommand {
                                   appended element; one change, one run)
               array.batch-100     100 seeded random edits delivered as one
                                   coalesced change (ns per batch); vs diff
+              array.ops-scaling   one row per observed-array operation, c only:
+                                  array.ops-scaling.insert-middle,
+                                  .remove-middle, .move-adjacent, .move-far,
+                                  .replace-10, .swap, .append-removeLast,
+                                  .insert-0-removeFirst; one op = the
+                                  operation, then one random element's
+                                  property set (N fixed; batches of
+                                  min(256, N/8) ops so that the position
+                                  index's periodic rebuilds are amortized in);
+                                  targets: cost at 100k <= 3x cost at 1k
             Array sizes N: --elements (default 1000,10000,100000).
 
             How it measures: every operation is one call through an

@@ -260,6 +260,26 @@ struct Target {
         + "element change, and every element change walks the log. Beyond that, it needs chunked storage whose "
         + "middle edits move few elements."
 
+    static let scalingNote = "a middle insertion or removal moves min(i, N - i) elements, a far move |to - from| "
+        + "(one memmove, a few µs at 100k: see array.unobserved-insert-middle), and each such block move takes a "
+        + "record in the position index's shift log; every 32 records the index is rebuilt from all N elements at "
+        + "the next element change (about 1 ms at 100k), which is most of the amortized cost. Meeting it needs an "
+        + "index that absorbs block moves without a periodic O(N) rebuild, and storage whose middle edits move few "
+        + "elements (chunked / B-tree)."
+
+    /// One target per `array.ops-scaling` row: an operation whose cost grows with N (or that leaves
+    /// O(N) work to the next element change) tends to 100x at 100k what it costs at 1k; 3x leaves
+    /// room for cache misses at 100k, which an O(1) operation pays too.
+    static func scaling() -> [Target] {
+        ScalingOperation.allCases.map { operation in
+            let scenario = "\(ArrayOpsScalingScenario.family).\(operation.rawValue)"
+            let movesBlocks = [.insertMiddle, .removeMiddle, .moveFar].contains(operation)
+            return Target(label: "\(scenario) @100k <= 3x its cost @1k", scenario: scenario, impl: .c, peer: nil,
+                          rule: .costAtMost(3), source: "no array operation O(N) (scaling guard)", n: 100_000,
+                          peerN: 1_000, whenMissed: movesBlocks ? Target.scalingNote : nil)
+        }
+    }
+
     /// The targets of issue 2 (foundation), the arrays issue and issue 4, for ObserveCore's C path.
     static func all() -> [Target] {
         let k100 = 100_000
@@ -333,6 +353,6 @@ struct Target {
             Target(label: "array.batch-100 @100k <= 50 us (absolute)", scenario: "array.batch-100", impl: .c,
                    peer: nil, rule: .absoluteAtMost(50_000), source: "issue 3 (absolute; quiet machine)", n: k100,
                    whenMissed: Target.batchNote),
-        ]
+        ] + scaling()
     }
 }

@@ -1,14 +1,17 @@
 /// Every scenario the CLI knows, by name.
 ///
 /// The array scenarios (`array.setup`, `array.element-change`, `array.element-change-10`,
-/// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.batch-100`
-/// and the unobserved ones) run at every size of `--elements` (default 1k / 10k / 100k): one
-/// `Scenario` instance per size, sharing the name and a chart family over "elements (N)".
+/// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.batch-100`,
+/// the unobserved ones and the `array.ops-scaling.*` rows) run at every size of `--elements`
+/// (default 1k / 10k / 100k): one `Scenario` instance per size, sharing the name and a chart
+/// family over "elements (N)" (the scaling rows draw none). `array.ops-scaling` names all eight
+/// `array.ops-scaling.<operation>` rows.
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
         "array.insert-front", "array.append-10k", "array.batch-100",
         "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
+        ArrayOpsScalingScenario.family,
     ]
 
     /// The default suite: set.N for each N in `observerCounts`, then the rest, then the array
@@ -35,7 +38,8 @@ enum ScenarioCatalog {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
                     + "threads.2-distinct, " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
-                    + ", array.mixed"
+                    + " (or one of its rows, " + ScalingOperation.allCases.map { "\(ArrayOpsScalingScenario.family).\($0.rawValue)" }
+                        .joined(separator: ", ") + "), array.mixed"
             }
         }
     }
@@ -56,6 +60,14 @@ enum ScenarioCatalog {
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
         case "array.mixed": return elementCounts.map { ArrayMixedScenario(n: $0) }
+        case ArrayOpsScalingScenario.family:
+            return ScalingOperation.allCases.flatMap { operation in
+                elementCounts.map { ArrayOpsScalingScenario(operation: operation, n: $0) }
+            }
+        case let name where name.hasPrefix(ArrayOpsScalingScenario.family + "."):
+            let suffix = String(name.dropFirst(ArrayOpsScalingScenario.family.count + 1))
+            guard let operation = ScalingOperation(rawValue: suffix) else { throw ParseError.unknown(name) }
+            return elementCounts.map { ArrayOpsScalingScenario(operation: operation, n: $0) }
         case let name where ArrayUnobservedScenario.Operation(rawValue: name) != nil:
             return elementCounts.map { ArrayUnobservedScenario(operation: .init(rawValue: name)!, n: $0) }
         default: throw ParseError.unknown(name)
