@@ -23,6 +23,18 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// The element at `position`. Setting it replaces the element: ``ArrayChange/Kind/replace``,
     /// reporting the removed element (old index) and the inserted one (new index), or nothing when
     /// the new element is the same object or an equal value.
+    ///
+    /// Mutating an element in place (`array[i].append(x)` on an array of arrays, `array[i] += 1`)
+    /// changes it where it is stored and reports one ``ArrayChange/Kind/replace``. When nobody
+    /// observes the array the element is not copied (a copy-on-write element stays uniquely
+    /// referenced); when someone does, the old value is kept for the change's removed element.
+    ///
+    /// ```swift
+    /// let rows = ObservableArray<[Int]>([[1], [2]])
+    /// rows[0].append(3)          // in place: rows[0] == [1, 3]
+    /// ```
+    /// - Important: The array stays locked while the element is being mutated in place: the
+    ///   mutation must not use the same array (that traps with a message); it may use anything else.
     @inlinable
     public subscript(position: Int) -> Element {
         get {
@@ -45,6 +57,47 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
             _lock.unlock()
             _replace(at: position, with: newValue)
         }
+        _modify {
+            _lock.lockRecordingHolder()
+            _checkIndex(position, "subscript")
+            if _fastPath(_isQuietAndUnique) {
+                defer { _lock.unlockRecordedHolder() }
+                yield &(_storage.base + _storage.slot(position)).pointee
+                return
+            }
+            let old = _beginObservedInPlaceMutation(at: position)
+            // In a `defer`, so that a mutation that throws halfway is still recorded.
+            defer { _didMutateInPlace(at: position, old: old) }
+            yield &(_storage.base + _storage.slot(position)).pointee
+        }
+    }
+
+    /// Before an in-place mutation that someone may observe (lock held, holder recorded): makes
+    /// the storage unique and returns the element's old value, which the change reports.
+    @usableFromInline
+    internal func _beginObservedInPlaceMutation(at position: Int) -> Element {
+        _makeUnique()
+        return _storage[position]
+    }
+
+    /// After an in-place mutation of the element at `position` that someone may observe (lock
+    /// held, holder recorded): records it as a replace of `old`, unlocks, and delivers.
+    @usableFromInline
+    internal func _didMutateInPlace(at position: Int, old: Element) {
+        let pending = _recordInPlaceMutation(at: position, old: old)
+        _lock.unlockRecordedHolder()
+        pending?.deliver()
+    }
+
+    private func _recordInPlaceMutation(at position: Int, old: Element) -> _PendingArrayNotification<Element>? {
+        let ring = _storage, slot = ring.slot(position)
+        let new = ring.base[slot]
+        if _identical(old, new) { return nil }
+        if let tracker = _tracker {
+            tracker.leave(old, slot: slot, ring: ring)
+            tracker.enter(new, slot: slot, ring: ring)
+        }
+        return _recordReplace(at: position, old: old)
     }
 
     /// The subscript's setter when someone observes (or the storage is shared).
@@ -53,17 +106,21 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         _mutate {
             _checkIndex(position, "subscript")
             if _identical(_storage[position], newValue) { return nil }
-            let old = _replaceElement(at: position, with: newValue)
-            if let batch = _batch {
-                _batchRemoved(at: position, [old])
-                batch.composer.insert(at: position, count: 1)
-                return nil
-            }
-            guard _mustRecord else { return nil }
-            return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
-                                             _ArrayRun(.insert, start: position, length: 1)],
-                            removed: .values([old]), oldCount: _storage.count)
+            return _recordReplace(at: position, old: _replaceElement(at: position, with: newValue))
         }
+    }
+
+    /// Records that the element at `position`, formerly `old`, was replaced (lock held).
+    private func _recordReplace(at position: Int, old: Element) -> _PendingArrayNotification<Element>? {
+        if let batch = _batch {
+            _batchRemoved(at: position, [old])
+            batch.composer.insert(at: position, count: 1)
+            return nil
+        }
+        guard _mustRecord else { return nil }
+        return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
+                                         _ArrayRun(.insert, start: position, length: 1)],
+                        removed: .values([old]), oldCount: _storage.count)
     }
 
     /// A slice of the array. Assigning a slice of the same length replaces those elements

@@ -19,6 +19,9 @@ import Darwin
 @usableFromInline
 internal final class _Lock: @unchecked Sendable {
     @usableFromInline internal let _state = Atomic<UInt32>(0)
+    /// The thread holding the lock, recorded only by `lockRecordingHolder()` (0 otherwise): the
+    /// holder runs user code (an in-place element mutation) and must not take the lock again.
+    @usableFromInline internal let _holder = Atomic<UInt>(0)
 
     internal init() {}
 
@@ -30,6 +33,7 @@ internal final class _Lock: @unchecked Sendable {
 
     @usableFromInline @inline(never)
     internal func _lockContended() {
+        if _slowPath(_holder.load(ordering: .relaxed) == _currentThreadID()) { _reenteredDuringInPlaceAccess() }
         var spins = 0
         while true {
             if _state.load(ordering: .relaxed) == 0,
@@ -49,10 +53,45 @@ internal final class _Lock: @unchecked Sendable {
         _state.store(0, ordering: .releasing)
     }
 
+    /// Takes the lock for a section that runs user code, recording the calling thread so that a
+    /// reentrant `lock()` from it traps with a message instead of spinning forever. Pair with
+    /// `unlockRecordedHolder()`.
+    @inlinable @inline(__always)
+    internal func lockRecordingHolder() {
+        lock()
+        _holder.store(_currentThreadID(), ordering: .relaxed)
+    }
+
+    @inlinable @inline(__always)
+    internal func unlockRecordedHolder() {
+        _holder.store(0, ordering: .relaxed)
+        unlock()
+    }
+
     @inline(__always)
     internal func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock()
         defer { unlock() }
         return try body()
     }
+}
+
+/// The calling thread's identity, never 0.
+@usableFromInline @inline(__always)
+internal func _currentThreadID() -> UInt {
+    #if canImport(Glibc)
+    UInt(pthread_self())
+    #else
+    UInt(bitPattern: pthread_self())
+    #endif
+}
+
+/// The one user of `lockRecordingHolder()` is an ``ObservableArray`` element mutated in place
+/// through its subscript, so the message speaks of that.
+@usableFromInline @inline(never)
+internal func _reenteredDuringInPlaceAccess() -> Never {
+    fatalError("ObservableArray: the array was used while one of its elements was being mutated in place "
+               + "through its subscript (for example `array[i].mutate { array.count }`). The array is locked "
+               + "during an in-place mutation; read what the mutation needs before it, or copy the element "
+               + "out, change it and assign it back.")
 }
