@@ -56,7 +56,8 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if ring.capacity > 0 {
             _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
         }
-        for i in 0..<ring.count { ring[i].kvoRegistrar._enterArray(memberBits: _memberBits) }
+        let memberBits = _memberBits
+        Self._forEachElement(ring) { $0.kvoRegistrar._enterArray(memberBits: memberBits) }
         for keyID in keyIDs { _ElementTrackers.shared.register(self, keyID: keyID) }
     }
 
@@ -69,8 +70,19 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         keys += added.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
         let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         _memberBits |= bits
-        for i in 0..<ring.count { ring[i].kvoRegistrar._addMemberBits(bits) }
+        Self._forEachElement(ring) { $0.kvoRegistrar._addMemberBits(bits) }
         for keyID in added { _ElementTrackers.shared.register(self, keyID: keyID) }
+    }
+
+    /// Calls `body` with every element of `ring`, borrowed: no retain or release per element
+    /// (the ring keeps each alive, and the caller holds the array's lock).
+    @inline(__always)
+    private static func _forEachElement(_ ring: _RingBuffer<Element>, _ body: (Element) -> Void) {
+        let addresses = ring.addresses
+        for i in 0..<ring.count {
+            let address = UnsafeRawPointer(bitPattern: addresses[ring.slot(i)]).unsafelyUnwrapped
+            Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef { body(unsafeDowncast($0, to: Element.self)) }
+        }
     }
 
     @inline(__always)
@@ -127,7 +139,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     override func leaveAll(_ ring: _RingBuffer<Element>) {
-        for i in 0..<ring.count { ring[i].kvoRegistrar._leaveArray() }
+        Self._forEachElement(ring) { $0.kvoRegistrar._leaveArray() }
         _index.clear()
         _stale = false
     }
