@@ -126,8 +126,7 @@ extension ObservableArray {
 
     /// Reorders the contents so that new[i] = old[permutation[i]].
     internal func _permute(_ permutation: [Int]) {
-        let old = _storage.elements()
-        _storage.replaceAll(with: permutation.lazy.map { old[$0] })
+        _storage.permute(permutation)
         _tracker?.rebuild(_storage)
     }
 
@@ -559,10 +558,68 @@ extension ObservableArray {
 
     /// Sorts in place by `areInIncreasingOrder`: one ``ArrayChange/Kind/move`` change listing
     /// every element that changed place (nothing when already sorted).
+    ///
+    /// The comparator never runs under the array's lock (it may read the array): the elements are
+    /// sorted in a copy, which replaces the contents unless the array changed meanwhile (then the
+    /// sort starts over). Equal elements keep their order.
+    /// - Complexity: O(n log n) comparisons, as `Array.sort`, plus one copy of the elements.
+    @inlinable
     public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
-        try _mutate(deciding: { snapshot in
-            try Array(0..<snapshot.count).sorted { try areInIncreasingOrder(snapshot[$0], snapshot[$1]) }
-        }, apply: { permutation in _applyPermutation(permutation) })
+        while true {
+            let (snapshot, quiet) = _sortingSnapshot()
+            let copy = snapshot.contiguousCopy()
+            var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
+            if quiet {
+                try elements.sort(by: areInIncreasingOrder)
+                if _installSorted(copy, replacing: snapshot) { return }
+            } else {
+                var permutation = Array(0..<elements.count)
+                try permutation.sort { try areInIncreasingOrder(elements[$0], elements[$1]) }
+                if _applySortPermutation(permutation, replacing: snapshot) { return }
+            }
+        }
+    }
+
+    /// The storage to sort a copy of, and whether nobody observes the array (no change to report).
+    @usableFromInline
+    internal func _sortingSnapshot() -> (_RingBuffer<Element>, quiet: Bool) {
+        _lock.withLock {
+            (_storage, _tracker == nil && _batch == nil && kvoRegistrar._observedMask.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    /// Makes `sorted` the storage if the array is still `snapshot` and still unobserved; false
+    /// (nothing done) otherwise.
+    @usableFromInline
+    internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: consuming _RingBuffer<Element>) -> Bool {
+        _lock.lock()
+        guard _storage === snapshot, _tracker == nil, _batch == nil,
+              kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 else {
+            _lock.unlock()
+            return false
+        }
+        let old = _storage
+        _storage = sorted
+        _lock.unlock()
+        _ = consume old   // released after unlocking: an element's deinit may use the array
+        return true
+    }
+
+    /// Applies new[i] = old[permutation[i]] and reports it, if the array is still `snapshot`;
+    /// false (nothing done) otherwise.
+    @usableFromInline
+    internal func _applySortPermutation(_ permutation: [Int], replacing snapshot: consuming _RingBuffer<Element>?) -> Bool {
+        _lock.lock()
+        guard _storage === snapshot else {
+            _lock.unlock()
+            return false
+        }
+        snapshot = nil   // drop the extra reference so the storage is unique again
+        _makeUnique()
+        let pending = _applyPermutation(permutation)
+        _lock.unlock()
+        pending?.deliver()
+        return true
     }
 
     /// Reverses in place: one ``ArrayChange/Kind/move`` change.
@@ -572,6 +629,12 @@ extension ObservableArray {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {
             let ring = _storage
+            if ring.isContiguous {
+                var contents = UnsafeMutableBufferPointer(start: ring.base + ring.head, count: ring.count)
+                contents.reverse()
+                _lock.unlock()
+                return
+            }
             var low = 0, high = ring.count - 1
             while low < high {
                 let a = ring.base + ring.slot(low), b = ring.base + ring.slot(high)
@@ -707,6 +770,7 @@ extension ObservableArray where Element: AnyObject {
 
 extension ObservableArray where Element: Comparable {
     /// Sorts in ascending order: one ``ArrayChange/Kind/move`` change.
+    @inlinable
     public func sort() { sort(by: <) }
 }
 

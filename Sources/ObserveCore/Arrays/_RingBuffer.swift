@@ -27,9 +27,21 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     }
 
     deinit {
-        for i in 0..<count { (base + slot(i)).deinitialize(count: 1) }
+        _forEachRun { start, length in (base + start).deinitialize(count: length) }
         base.deallocate()
     }
+
+    /// Calls `body(firstSlot, length)` for the at most two runs of slots that hold the contents,
+    /// in logical order: from the head to the end of the allocation, then from its start.
+    @inline(__always)
+    private func _forEachRun(_ body: (Int, Int) -> Void) {
+        let firstRun = Swift.min(count, capacity - head)
+        if firstRun > 0 { body(head, firstRun) }
+        if count > firstRun { body(0, count - firstRun) }
+    }
+
+    /// Whether the contents occupy consecutive slots (`base + head ..< base + head + count`).
+    @inlinable @inline(__always) var isContiguous: Bool { head &+ count <= capacity }
 
     static func _roundUp(_ n: Int) -> Int {
         precondition(n <= 1 << 32, "ObservableArray: more than 2^32 elements")
@@ -53,8 +65,32 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         copy.base = .allocate(capacity: max(capacity, 1))
         copy.head = head
         copy.count = count
-        for i in 0..<count { (copy.base + slot(i)).initialize(to: base[slot(i)]) }
+        _forEachRun { start, length in (copy.base + start).initialize(from: base + start, count: length) }
         return copy
+    }
+
+    /// A copy of the contents in slots 0..<count of a new buffer (contiguous, head 0).
+    @usableFromInline
+    func contiguousCopy() -> _RingBuffer<Element> {
+        let copy = _RingBuffer(capacity: count)
+        var done = 0
+        _forEachRun { start, length in
+            (copy.base + done).initialize(from: base + start, count: length)
+            done += length
+        }
+        copy.count = count
+        return copy
+    }
+
+    /// Reorders the contents so that new[i] = old[permutation[i]], moving each element once.
+    /// Every slot may change: a position index must be rebuilt afterwards.
+    func permute(_ permutation: [Int]) {
+        precondition(permutation.count == count, "ObservableArray: permutation of the wrong size")
+        let newBase = UnsafeMutablePointer<Element>.allocate(capacity: Swift.max(capacity, 1))
+        for (i, old) in permutation.enumerated() { (newBase + i).moveInitialize(from: base + slot(old), count: 1) }
+        base.deallocate()
+        base = newBase
+        head = 0
     }
 
     /// Reallocates to at least `minimumCapacity` slots, elements moved to slots 0..<count.
@@ -62,11 +98,11 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     func grow(to minimumCapacity: Int) {
         let newCapacity = max(4, Self._roundUp(max(minimumCapacity, capacity * 2)))
         let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
-        // The contents are at most two contiguous runs: from the head to the end of the
-        // allocation, then from its start.
-        let firstRun = Swift.min(count, capacity - head)
-        if firstRun > 0 { newBase.moveInitialize(from: base + head, count: firstRun) }
-        if count > firstRun { (newBase + firstRun).moveInitialize(from: base, count: count - firstRun) }
+        var done = 0
+        _forEachRun { start, length in
+            (newBase + done).moveInitialize(from: base + start, count: length)
+            done += length
+        }
         base.deallocate()
         base = newBase
         capacity = newCapacity
@@ -113,15 +149,19 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
 
     /// The elements in logical order.
     func elements() -> ContiguousArray<Element> {
-        var result = ContiguousArray<Element>()
-        result.reserveCapacity(count)
-        for i in 0..<count { result.append(base[slot(i)]) }
-        return result
+        ContiguousArray(unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            _forEachRun { start, length in
+                (buffer.baseAddress! + done).initialize(from: base + start, count: length)
+                done += length
+            }
+            initialized = count
+        }
     }
 
     /// Replaces all contents with `elements` (capacity kept when it suffices).
     func replaceAll<C: Collection>(with elements: C) where C.Element == Element {
-        for i in 0..<count { (base + slot(i)).deinitialize(count: 1) }
+        _forEachRun { start, length in (base + start).deinitialize(count: length) }
         count = 0
         head = 0
         let n = elements.count

@@ -151,6 +151,34 @@ struct ObservableArrayTests {
         #expect(Array(array) == [1, 2, 3])
     }
 
+    @Test("sort agrees with Array's, keeps equal elements in order, observed or not, across ring wrap-around",
+          arguments: ObservationBackend.allCases)
+    func sortAgreesWithArray(backend: ObservationBackend) {
+        var rng = SplitMix(seed: 0x5027_5027)
+        for observed in [false, true] {
+            // Values key * 10_000 + serial, sorted by key only: stability shows in the serials.
+            let array = ObservableArray<Int>(backend: backend)
+            var model: [Int] = []
+            for serial in 0..<3_000 {
+                let value = rng.below(40) * 10_000 + serial
+                if serial % 3 == 0 { array.insert(value, at: 0); model.insert(value, at: 0) }   // wraps the ring
+                else { array.append(value); model.append(value) }
+            }
+            let byKey: (Int, Int) -> Bool = { $0 / 10_000 < $1 / 10_000 }
+            if observed {
+                let c = changes(of: array) { $0.sort(by: byKey) }
+                #expect(c.map(\.kind) == [.move])
+            } else {
+                array.sort(by: byKey)
+            }
+            model.sort(by: byKey)
+            #expect(Array(array) == model, "observed: \(observed)")
+            // A comparator may read the array it sorts (it never runs under the array's lock).
+            array.sort { a, b in array.count > 0 && a > b }
+            #expect(Array(array) == model.sorted(by: >))
+        }
+    }
+
     @Test("move(from:to:) reports one move run, in either direction", arguments: ObservationBackend.allCases)
     func moveReportsOneRun(backend: ObservationBackend) {
         let array = ObservableArray(Array(0..<10), backend: backend)
