@@ -344,7 +344,7 @@ static void finish_and_check(cobs_batch *batch, const model *m, fuzz_allocator *
     check_change(runs, written, m);
 }
 
-enum { E_INSERT, E_REMOVE, E_MOVE, E_MODIFY, E_FINISH, E_FAIL_NEXT, E_INVALID, E_REMOVE_NO_ORIGINS };
+enum { E_INSERT, E_REMOVE, E_MOVE, E_MODIFY, E_FINISH, E_FAIL_NEXT, E_INVALID, E_REMOVE_NO_ORIGINS, E_PERMUTE, E_COUNT };
 
 static void run_edits(const uint8_t *data, size_t size) {
     if (size < 1) return;
@@ -361,7 +361,7 @@ static void run_edits(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(cobs_batch_create(m.old_count, &allocator, &batch) == COBS_OK);
     bool fail = false; /* the next edit runs with a failing allocator */
     for (size_t at = 1; at + 3 <= size; at += 3) {
-        const uint8_t op = data[at] & 7, a = data[at + 1], c = data[at + 2];
+        const uint8_t op = data[at] % E_COUNT, a = data[at + 1], c = data[at + 2];
         alloc.fail_next = fail;
         switch (op) {
         case E_INSERT: {
@@ -426,6 +426,32 @@ static void run_edits(const uint8_t *data, size_t size) {
             if (m.values[index] < FIRST_INSERTED) m.modified[m.values[index]] = true;
             break;
         }
+        case E_PERMUTE: {
+            /* A shuffle seeded by (a, c), reversed when c is odd. */
+            uint64_t permutation[MAX_ELEMENTS];
+            for (size_t i = 0; i < m.count; i++) permutation[i] = i;
+            uint32_t state = (uint32_t)a << 8 | c;
+            for (size_t i = m.count; i > 1; i--) {
+                state = state * 1664525u + 1013904223u;
+                const size_t j = (state >> 8) % i;
+                const uint64_t t = permutation[i - 1];
+                permutation[i - 1] = permutation[j];
+                permutation[j] = t;
+            }
+            if (c & 1) {
+                for (size_t i = 0; i < m.count; i++) permutation[i] = m.count - 1 - i;
+            }
+            const cobs_status st = cobs_batch_permute(batch, permutation, m.count);
+            if (st == COBS_NO_MEMORY) {
+                FUZZ_ASSERT(fail && m.count > 0);
+                break;
+            }
+            FUZZ_ASSERT(st == COBS_OK);
+            uint64_t before[MAX_ELEMENTS];
+            memcpy(before, m.values, m.count * sizeof *m.values);
+            for (size_t i = 0; i < m.count; i++) m.values[i] = before[permutation[i]];
+            break;
+        }
         case E_FINISH:
             finish_and_check(batch, &m, &alloc, fail);
             break;
@@ -445,6 +471,14 @@ static void run_edits(const uint8_t *data, size_t size) {
             FUZZ_ASSERT(cobs_batch_move(batch, n, 0) == COBS_INVALID_ARGUMENT);
             FUZZ_ASSERT(cobs_batch_move(batch, 0, n + c) == COBS_INVALID_ARGUMENT);
             FUZZ_ASSERT(cobs_batch_modify(batch, n + a) == COBS_INVALID_ARGUMENT);
+            uint64_t repeated[MAX_ELEMENTS + 1] = {0};   /* all zeros: a repeat once n >= 2 */
+            FUZZ_ASSERT(cobs_batch_permute(batch, repeated, n + 1) == COBS_INVALID_ARGUMENT);
+            if (n >= 2) {
+                /* Finding the repeat needs scratch memory: a failing allocator answers first. */
+                const cobs_status st = cobs_batch_permute(batch, repeated, n);
+                FUZZ_ASSERT(st == COBS_INVALID_ARGUMENT || (fail && st == COBS_NO_MEMORY));
+            }
+            if (n >= 1) FUZZ_ASSERT(cobs_batch_permute(batch, NULL, n) == COBS_INVALID_ARGUMENT);
             FUZZ_ASSERT(cobs_batch_finish(batch, NULL, 1, NULL) == COBS_INVALID_ARGUMENT);
             size_t count = 0;
             FUZZ_ASSERT(cobs_batch_finish(batch, NULL, 1, &count) == COBS_INVALID_ARGUMENT);

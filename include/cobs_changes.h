@@ -120,6 +120,14 @@ cobs_status cobs_batch_remove(cobs_batch *_Nullable batch, uint64_t index, uint6
 /// Errors: COBS_INVALID_ARGUMENT, COBS_NO_MEMORY.
 cobs_status cobs_batch_move(cobs_batch *_Nullable batch, uint64_t from, uint64_t to);
 
+/// Records that the array was reordered as a whole: the element now at current index i is the one
+/// that was at current index `permutation[i]`, for every i < `count` (what sort, reverse and
+/// shuffle do). `count` must be the current length and `permutation` a permutation of 0..<count.
+/// O(count + segments) time and O(count) temporary memory, however scattered the elements end up
+/// (a sequence of `cobs_batch_move` calls costs O(segments) each). Errors: COBS_INVALID_ARGUMENT
+/// (NULL, wrong count, not a permutation; nothing recorded), COBS_NO_MEMORY (nothing recorded).
+cobs_status cobs_batch_permute(cobs_batch *_Nullable batch, const uint64_t *_Nullable permutation, size_t count);
+
 /// Records that the element at current index `index` changed in place (it is reported as MODIFY
 /// if it is an original element that survives the batch). Errors: COBS_INVALID_ARGUMENT, COBS_NO_MEMORY.
 cobs_status cobs_batch_modify(cobs_batch *_Nullable batch, uint64_t index);

@@ -565,6 +565,55 @@ cobs_status cobs_batch_move(cobs_batch *b, uint64_t from, uint64_t to) {
     return COBS_OK;
 }
 
+cobs_status cobs_batch_permute(cobs_batch *b, const uint64_t *permutation, size_t count) {
+    if (b == NULL || (count > 0 && permutation == NULL) || (uint64_t)count != b->count) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    if (count == 0) return COBS_OK;
+    if (count > SIZE_MAX / sizeof(segment)) return COBS_NO_MEMORY;
+    const size_t seen_words = count / 64 + 1;
+    /* origins[p] = the old index of the element at current index p (INSERTED for new ones);
+    ** seen[] = the current indices the permutation has named so far (to catch repeats). */
+    uint64_t *origins = b->allocator.allocate(b->allocator.user, count * sizeof(uint64_t));
+    uint64_t *seen = b->allocator.allocate(b->allocator.user, seen_words * sizeof(uint64_t));
+    segment *segs = b->allocator.allocate(b->allocator.user, count * sizeof(segment));
+    cobs_status status = origins != NULL && seen != NULL && segs != NULL ? COBS_OK : COBS_NO_MEMORY;
+    size_t nsegs = 0;
+    if (status == COBS_OK) {
+        memset(seen, 0, seen_words * sizeof(uint64_t));
+        size_t p = 0;
+        for (size_t i = 0; i < b->nsegs; i++) {
+            const segment *s = &b->segs[i];
+            for (uint64_t t = 0; t < s->length; t++) origins[p++] = s->origin == INSERTED ? INSERTED : s->origin + t;
+        }
+        COBS_CHECK(p == count, "batch: segment lengths do not add up to the array's length");
+        for (size_t i = 0; i < count; i++) {
+            const uint64_t from = permutation[i];
+            if (from >= count || (seen[from / 64] >> (from % 64) & 1) != 0) {
+                status = COBS_INVALID_ARGUMENT;
+                break;
+            }
+            seen[from / 64] |= (uint64_t)1 << (from % 64);
+            const segment next = {origins[from], 1};
+            if (nsegs > 0 && segments_mergeable(&segs[nsegs - 1], &next)) segs[nsegs - 1].length++;
+            else segs[nsegs++] = next;
+        }
+    }
+    if (origins != NULL) b->allocator.deallocate(b->allocator.user, origins, count * sizeof(uint64_t));
+    if (seen != NULL) b->allocator.deallocate(b->allocator.user, seen, seen_words * sizeof(uint64_t));
+    if (status != COBS_OK) {
+        if (segs != NULL) b->allocator.deallocate(b->allocator.user, segs, count * sizeof(segment));
+        return status;
+    }
+    if (b->segs != NULL) b->allocator.deallocate(b->allocator.user, b->segs, b->segs_cap * sizeof(segment));
+    b->segs = segs;
+    b->nsegs = nsegs;
+    b->segs_cap = count;
+    b->result_valid = false;
+    BATCH_VERIFY(b);
+    return COBS_OK;
+}
+
 cobs_status cobs_batch_modify(cobs_batch *b, uint64_t index) {
     if (b == NULL || index >= b->count) return COBS_INVALID_ARGUMENT;
     uint64_t at = 0;

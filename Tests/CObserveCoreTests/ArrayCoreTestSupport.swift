@@ -120,6 +120,13 @@ final class TestBatch {
     @discardableResult
     func modify(_ index: UInt64) -> cobs_status { cobs_batch_modify(raw, index) }
 
+    @discardableResult
+    func permute(_ permutation: [Int]) -> cobs_status {
+        permutation.map { UInt64(bitPattern: Int64($0)) }.withUnsafeBufferPointer {
+            cobs_batch_permute(raw, $0.baseAddress, $0.count)
+        }
+    }
+
     /// Asks for the count, then the runs; fails the test on any status but OK.
     func finish(file: StaticString = #filePath, line: UInt = #line) -> [Run] {
         var count = 0
@@ -140,6 +147,8 @@ enum Edit: Equatable, CustomStringConvertible {
     case remove(index: Int, count: Int)
     case move(from: Int, to: Int)
     case modify(index: Int)
+    /// The element now at i was at `permutation[i]`.
+    case permute([Int])
 
     var description: String {
         switch self {
@@ -147,6 +156,7 @@ enum Edit: Equatable, CustomStringConvertible {
         case let .remove(i, n): return "remove(\(i), \(n))"
         case let .move(f, t): return "move(\(f), \(t))"
         case let .modify(i): return "modify(\(i))"
+        case let .permute(p): return "permute(\(p))"
         }
     }
 }
@@ -168,7 +178,7 @@ struct RandomBatch {
         let editCount = Int.random(in: 0...maxEdits, using: &rng)
         for _ in 0..<editCount {
             let n = final.count
-            switch Int.random(in: 0..<10, using: &rng) {
+            switch Int.random(in: 0..<11, using: &rng) {
             case 0..<3:
                 let index = Int.random(in: 0...n, using: &rng)
                 let count = Int.random(in: 1...3, using: &rng)
@@ -188,6 +198,11 @@ struct RandomBatch {
                 let index = Int.random(in: 0..<n, using: &rng)
                 edits.append(.modify(index: index))
                 if final[index] < Self.firstInserted { modified.insert(final[index]) }
+            case 10 where n > 0:
+                // A whole reorder (sort, reverse, shuffle): reversed or shuffled.
+                let permutation = Bool.random(using: &rng) ? Array((0..<n).reversed()) : Array(0..<n).shuffled(using: &rng)
+                edits.append(.permute(permutation))
+                final = permutation.map { final[$0] }
             default:
                 break
             }

@@ -149,6 +149,40 @@ final class BatchComposerTests: XCTestCase {
 
     // MARK: Modifications
 
+    func testPermuteIsTheSameChangeAsTheMovesThatReorderTheSameWay() {
+        var rng = SplitMix64(seed: 0x9E37_0001)
+        for _ in 0..<200 {
+            let oldCount = Int.random(in: 1...60, using: &rng)
+            let permuted = TestBatch(oldCount: UInt64(oldCount)), moved = TestBatch(oldCount: UInt64(oldCount))
+            for batch in [permuted, moved] {   // the same prefix: an insertion, a removal, a modification
+                batch.insert(UInt64(oldCount / 2), 3)
+                batch.remove(0)
+                batch.modify(1)
+            }
+            let n = Int(permuted.count)
+            let permutation = Array(0..<n).shuffled(using: &rng)
+            assertStatus(permuted.permute(permutation), COBS_OK)
+            // Selection moves: bring each target's element to its place, left to right.
+            var current = Array(0..<n)
+            for target in 0..<n where current[target] != permutation[target] {
+                let from = current.firstIndex(of: permutation[target])!
+                moved.move(UInt64(from), UInt64(target))
+                current.insert(current.remove(at: from), at: target)
+            }
+            XCTAssertEqual(permuted.finish(), moved.finish(), "permutation \(permutation)")
+        }
+    }
+
+    func testPermuteOfAHundredThousandElements() {
+        // As moves this is 100,000 edits of O(segments) each; as one permutation, one pass.
+        let batch = TestBatch(oldCount: 100_000)
+        assertStatus(batch.permute(Array((0..<100_000).reversed())), COBS_OK)
+        let runs = batch.finish()
+        XCTAssertEqual(runs.reduce(0) { $0 + Int($1.length) }, 99_999, "a reversal moves all but one element")
+        assertStatus(batch.permute(Array((0..<100_000).reversed())), COBS_OK)
+        XCTAssertEqual(batch.finish(), [], "reversed twice is the old array")
+    }
+
     func testModifyOfAnOriginalElementIsReportedAtItsNewIndex() {
         let batch = TestBatch(oldCount: 5)
         batch.insert(0)
@@ -227,6 +261,10 @@ final class BatchComposerTests: XCTestCase {
         assertStatus(batch.move(6, 0), COBS_INVALID_ARGUMENT)
         assertStatus(batch.move(0, 6), COBS_INVALID_ARGUMENT)
         assertStatus(batch.modify(6), COBS_INVALID_ARGUMENT)
+        assertStatus(batch.permute([0, 1, 2, 3, 4]), COBS_INVALID_ARGUMENT, "fewer entries than elements")
+        assertStatus(batch.permute([0, 1, 2, 3, 4, 4]), COBS_INVALID_ARGUMENT, "an index twice")
+        assertStatus(batch.permute([0, 1, 2, 3, 4, 6]), COBS_INVALID_ARGUMENT, "an index out of range")
+        assertStatus(cobs_batch_permute(batch.raw, nil, 6), COBS_INVALID_ARGUMENT)
         var count = 0
         assertStatus(cobs_batch_finish(batch.raw, nil, 1, &count), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_batch_finish(batch.raw, nil, 0, nil), COBS_INVALID_ARGUMENT)
@@ -240,6 +278,7 @@ final class BatchComposerTests: XCTestCase {
         assertStatus(cobs_batch_remove(nil, 0, 1, nil), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_batch_move(nil, 0, 0), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_batch_modify(nil, 0), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_batch_permute(nil, nil, 0), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_batch_finish(nil, nil, 0, &count), COBS_INVALID_ARGUMENT)
         XCTAssertEqual(cobs_batch_count(nil), 0)
         cobs_batch_destroy(nil)
@@ -273,6 +312,7 @@ final class BatchComposerTests: XCTestCase {
         assertStatus(batch.remove(50).status, COBS_NO_MEMORY)
         assertStatus(batch.move(50, 0), COBS_NO_MEMORY)
         assertStatus(batch.modify(50), COBS_NO_MEMORY)                     // first modified span
+        assertStatus(batch.permute(Array((0..<103).reversed())), COBS_NO_MEMORY)
         XCTAssertEqual(batch.count, 103)
         var count = 0
         assertStatus(cobs_batch_finish(batch.raw, nil, 0, &count), COBS_BUFFER_TOO_SMALL, "cached result, no allocation")
@@ -351,6 +391,9 @@ final class BatchComposerTests: XCTestCase {
                 model.insert(model.remove(at: from), at: to)
             case let .modify(index):
                 assertStatus(batch.modify(UInt64(index)), COBS_OK)
+            case let .permute(permutation):
+                assertStatus(batch.permute(permutation), COBS_OK)
+                model = permutation.map { model[$0] }
             }
             XCTAssertEqual(batch.count, UInt64(model.count))
         }

@@ -676,26 +676,23 @@ extension ObservableArray {
     /// Applies new[i] = old[permutation[i]] and reports the elements that changed place.
     /// Lock held, storage unique.
     internal func _applyPermutation(_ permutation: [Int]) -> _PendingArrayNotification<Element>? {
-            precondition(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
-            let runs = permutation.enumerated().compactMap { newIndex, oldIndex in
-                oldIndex == newIndex ? nil : _ArrayRun(.move, start: oldIndex, length: 1, to: newIndex)
-            }
-            guard !runs.isEmpty else { return nil }
-            _permute(permutation)
-            if let batch = _batch {
-                // Selection moves: bring each target element to its place, left to right.
-                var current = Array(0..<permutation.count)   // current[i] = old index of element at i
-                for target in 0..<permutation.count where current[target] != permutation[target] {
-                    let from = current.firstIndex(of: permutation[target])!
-                    batch.composer.move(from: from, to: target)
-                    current.insert(current.remove(at: from), at: target)
-                }
-                return nil
-            }
-            guard _mustRecord else { return nil }
-            var sorted = runs.sorted { $0.start < $1.start }
-            _normalize(&sorted)
-            return _pending(.move, runs: sorted, removed: .none, oldCount: permutation.count)
+        precondition(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
+        guard permutation.indices.contains(where: { permutation[$0] != $0 }) else { return nil }
+        _permute(permutation)
+        if let batch = _batch {
+            batch.composer.permute(permutation)
+            return nil
+        }
+        guard _mustRecord else { return nil }
+        // One move per element that changed place, in old-index order (the encoder merges them).
+        var destination = [Int](repeating: 0, count: permutation.count)
+        for (newIndex, oldIndex) in permutation.enumerated() { destination[oldIndex] = newIndex }
+        var runs: [_ArrayRun] = []
+        for (oldIndex, newIndex) in destination.enumerated() where oldIndex != newIndex {
+            runs.append(_ArrayRun(.move, start: oldIndex, length: 1, to: newIndex))
+        }
+        _normalize(&runs)
+        return _pending(.move, runs: runs, removed: .none, oldCount: permutation.count)
     }
 
     internal func _normalize(_ runs: inout [_ArrayRun]) {

@@ -146,6 +146,13 @@ internal final class _CBatchComposer: _BatchComposing {
             "cobs_batch_move")
     }
 
+    func permute(_ permutation: [Int]) {
+        let status = permutation.map { UInt64(bitPattern: Int64($0)) }.withUnsafeBufferPointer {
+            cobs_batch_permute(_batch, $0.baseAddress, $0.count)
+        }
+        _CArrayStatus.check(status, "cobs_batch_permute")
+    }
+
     func modify(at index: Int) {
         _CArrayStatus.check(cobs_batch_modify(_batch, _CArrayStatus.u64(index, "cobs_batch_modify")), "cobs_batch_modify")
     }

@@ -223,6 +223,26 @@ internal final class _SwiftBatchComposer: _BatchComposing {
         _cached = nil
     }
 
+    func permute(_ permutation: [Int]) {
+        _require(permutation.count == count, "permute")
+        var origins: [Int] = []
+        origins.reserveCapacity(count)
+        for s in _segments {
+            for t in 0..<s.length { origins.append(s.origin == Self._inserted ? Self._inserted : s.origin + t) }
+        }
+        var seen = [Bool](repeating: false, count: count)
+        var segments: [_Segment] = []
+        for from in permutation {
+            _require(from >= 0 && from < count && !seen[from], "permute")
+            seen[from] = true
+            let next = _Segment(origin: origins[from], length: 1)
+            if let last = segments.last, Self._mergeable(last, next) { segments[segments.count - 1].length += 1 }
+            else { segments.append(next) }
+        }
+        _segments = segments
+        _cached = nil
+    }
+
     func modify(at index: Int) {
         _require(index >= 0 && index < count, "modify")
         var at = 0, i = 0

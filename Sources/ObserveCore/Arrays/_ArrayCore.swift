@@ -45,6 +45,8 @@ internal protocol _BatchComposing: AnyObject {
     /// The original index of each removed element, nil for elements inserted during the batch.
     func remove(at index: Int, count: Int) -> [Int?]
     func move(from: Int, to: Int)
+    /// The element now at index i was at index `permutation[i]` (a whole reorder; O(count)).
+    func permute(_ permutation: [Int])
     func modify(at index: Int)
     func finish() -> [_ArrayRun]
 }

@@ -33,7 +33,7 @@ final class ArrayCoreTwinTests: XCTestCase {
             var log: [String] = []
             for _ in 0..<Int.random(in: 0...20, using: &rng) {
                 let n = c.count
-                switch Int.random(in: 0..<10, using: &rng) {
+                switch Int.random(in: 0..<11, using: &rng) {
                 case 0..<3:
                     let index = Int.random(in: 0...n, using: &rng), count = Int.random(in: 1...3, using: &rng)
                     log.append("insert(\(index), \(count))")
@@ -60,6 +60,12 @@ final class ArrayCoreTwinTests: XCTestCase {
                     log.append("modify(\(index))")
                     c.modify(at: index)
                     swift.modify(at: index)
+                case 10 where n > 0:
+                    let permutation = Array(0..<n).shuffled(using: &rng)
+                    log.append("permute(\(permutation))")
+                    c.permute(permutation)
+                    swift.permute(permutation)
+                    model = permutation.map { model[$0] }
                 default:
                     break
                 }
