@@ -60,15 +60,21 @@ extension ObservableArray {
         } else {
             _shift(from: index, to: index + k, count: n - index)
         }
-        var i = index
-        for element in elements {
-            (ring.base + ring.slot(i)).initialize(to: element)
-            i += 1
+        let copied: Void? = elements.withContiguousStorageIfAvailable { source in
+            // At most two bulk copies: up to the end of the allocation, then from its start.
+            let first = Swift.min(k, ring.capacity - ring.slot(index))
+            (ring.base + ring.slot(index)).initialize(from: source.baseAddress!, count: first)
+            if k > first { ring.base.initialize(from: source.baseAddress! + first, count: k - first) }
+        }
+        if copied == nil {
+            var i = index
+            for element in elements {
+                (ring.base + ring.slot(i)).initialize(to: element)
+                i += 1
+            }
         }
         ring.count = n + k
-        if let tracker = _tracker {
-            for j in index..<(index + k) { tracker.enter(ring[j], slot: ring.slot(j), ring: ring) }
-        }
+        _tracker?.enter(indices: index..<(index + k), ring: ring)
     }
 
     /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.
@@ -77,9 +83,7 @@ extension ObservableArray {
         let ring = _storage, n = ring.count, k = range.count
         var removed = ContiguousArray<Element>()
         guard k > 0 else { return removed }
-        if let tracker = _tracker {
-            for i in range { tracker.leave(ring[i], slot: ring.slot(i), ring: ring) }
-        }
+        _tracker?.leave(indices: range, ring: ring)
         if capture { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)

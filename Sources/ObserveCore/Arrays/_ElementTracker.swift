@@ -6,6 +6,10 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
     /// The element at `slot` is leaving (ring still holds it there).
     func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    /// The elements at logical `indices` entered the ring (it already holds them there).
+    func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {}
+    /// The elements at logical `indices` are leaving (the ring still holds them there).
+    func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {}
     /// The element moved from one slot to another.
     func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {}
     /// The element at `slot` is about to be lifted out while others shift into its place; its
@@ -79,10 +83,15 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @inline(__always)
     private static func _forEachElement(_ ring: _RingBuffer<Element>, _ body: (Element) -> Void) {
         let addresses = ring.addresses
-        for i in 0..<ring.count {
-            let address = UnsafeRawPointer(bitPattern: addresses[ring.slot(i)]).unsafelyUnwrapped
-            Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef { body(unsafeDowncast($0, to: Element.self)) }
-        }
+        for i in 0..<ring.count { _withElement(at: addresses[ring.slot(i)], body) }
+    }
+
+    /// Calls `body` with the element whose address a ring slot holds, borrowed (the ring keeps
+    /// it alive while the caller holds the array's lock).
+    @inline(__always)
+    private static func _withElement(at address: UInt, _ body: (Element) -> Void) {
+        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef { body(unsafeDowncast($0, to: Element.self)) }
     }
 
     @inline(__always)
@@ -115,6 +124,24 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if _stale { element.kvoRegistrar._leaveArray(); return }
         _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
         element.kvoRegistrar._leaveArray()
+    }
+
+    override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
+        let memberBits = _memberBits, addresses = ring.addresses, mask = UInt32(ring.mask)
+        for i in indices {
+            let slot = ring.slot(i), address = addresses[slot]
+            if !_stale { _index.insert(ring: addresses, mask: mask, element: address, slot: UInt32(slot)) }
+            Self._withElement(at: address) { $0.kvoRegistrar._enterArray(memberBits: memberBits) }
+        }
+    }
+
+    override func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {
+        let addresses = ring.addresses, mask = UInt32(ring.mask)
+        for i in indices {
+            let slot = ring.slot(i), address = addresses[slot]
+            if !_stale { _index.remove(ring: addresses, mask: mask, element: address, slot: UInt32(slot)) }
+            Self._withElement(at: address) { $0.kvoRegistrar._leaveArray() }
+        }
     }
 
     override func lift(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
