@@ -34,12 +34,15 @@ extension ObservableArray {
         guard count > 0 else { return }
         let ring = _storage
         if let tracker = _tracker, tracker.isIndexed, count <= Self._perElementIndexLimit {
-            // Few elements: move them one by one and tell the index each new slot.
-            let order = to < from ? Array(0..<count) : Array((0..<count).reversed())
-            for i in order {
+            // Few elements: move them one by one (toward lower indices front first, otherwise
+            // back first, so none is overwritten) and tell the index each new slot.
+            let step = to < from ? 1 : -1
+            var i = to < from ? 0 : count - 1
+            for _ in 0..<count {
                 let source = ring.slot(from + i), destination = ring.slot(to + i)
                 ring.moveSlot(from: source, to: destination)
                 tracker.move(ring.base[destination], from: source, to: destination, ring: ring)
+                i += step
             }
         } else {
             let firstSlot = ring.slot(from)
@@ -48,18 +51,35 @@ extension ObservableArray {
         }
     }
 
+    /// Opens a gap of `k` uninitialised slots at logical `index` (the count grows by `k`),
+    /// moving the shorter side.
+    private func _openGap(at index: Int, count k: Int) {
+        _ensureCapacity(k)
+        let ring = _storage, n = ring.count
+        if index < n - index {
+            _shift(from: 0, to: -k, count: index)
+            ring.head = (ring.head &- k) & ring.mask
+        } else {
+            _shift(from: index, to: index + k, count: n - index)
+        }
+        ring.count = n + k
+    }
+
+    /// Inserts one element at logical `index` (what `_insertElements` does, without a generic
+    /// collection: its metadata was looked up on every call).
+    internal func _insertElement(_ element: Element, at index: Int) {
+        _openGap(at: index, count: 1)
+        let ring = _storage, slot = ring.slot(index)
+        (ring.base + slot).initialize(to: element)
+        _tracker?.enter(element, slot: slot, ring: ring)
+    }
+
     /// Inserts `elements` at logical `index`, moving the shorter side.
     internal func _insertElements<C: Collection>(_ elements: C, at index: Int) where C.Element == Element {
         let k = elements.count
         guard k > 0 else { return }
-        _ensureCapacity(k)
-        let ring = _storage, n = ring.count, mask = ring.mask
-        if index < n - index {
-            _shift(from: 0, to: -k, count: index)
-            ring.head = (ring.head &- k) & mask
-        } else {
-            _shift(from: index, to: index + k, count: n - index)
-        }
+        _openGap(at: index, count: k)
+        let ring = _storage
         let copied: Void? = elements.withContiguousStorageIfAvailable { source in
             // At most two bulk copies: up to the end of the allocation, then from its start.
             let first = Swift.min(k, ring.capacity - ring.slot(index))
@@ -73,7 +93,6 @@ extension ObservableArray {
                 i += 1
             }
         }
-        ring.count = n + k
         _tracker?.enter(indices: index..<(index + k), ring: ring)
     }
 
@@ -220,7 +239,7 @@ extension ObservableArray {
     internal func _append(_ element: Element) {
         _mutate {
             let old = _storage.count
-            _insertElements(CollectionOfOne(element), at: old)
+            _insertElement(element, at: old)
             if let batch = _batch { batch.composer.insert(at: old, count: 1); return nil }
             guard _mustRecord else { return nil }
             return _pending(.append, runs: [_ArrayRun(.insert, start: old, length: 1)], removed: .none, oldCount: old)
@@ -261,7 +280,20 @@ extension ObservableArray {
             return
         }
         _lock.unlock()
-        insert(contentsOf: CollectionOfOne(element), at: index)
+        _insert(element, at: index)
+    }
+
+    /// `insert(_:at:)` when someone observes (or the storage is shared or full).
+    @usableFromInline
+    internal func _insert(_ element: Element, at index: Int) {
+        _mutate {
+            let old = _storage.count
+            if index < 0 || index > old { _indexOutOfRange("insert", index, old) }
+            _insertElement(element, at: index)
+            if let batch = _batch { batch.composer.insert(at: index, count: 1); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.insert, runs: [_ArrayRun(.insert, start: index, length: 1)], removed: .none, oldCount: old)
+        }
     }
 
     /// Inserts `elements` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
@@ -269,7 +301,7 @@ extension ObservableArray {
         let new = ContiguousArray(elements)
         _mutate {
             let old = _storage.count
-            precondition(index >= 0 && index <= old, "ObservableArray.insert: index \(index) out of range for count \(old)")
+            if index < 0 || index > old { _indexOutOfRange("insert(contentsOf:at:)", index, old) }
             guard !new.isEmpty else { return nil }
             _insertElements(new, at: index)
             if let batch = _batch { batch.composer.insert(at: index, count: new.count); return nil }
