@@ -70,8 +70,15 @@ def main():
                  ("array.element-change", "ns per change"),
                  ("array.insert-front", "ns per removeLast + insert(at: 0)"),
                  ("array.append-10k", "ns per appended element"), ("array.batch-100", "per batch of 100 edits"),
-                 ("array.unobserved-append", "ns per append"), ("array.unobserved-subscript-set", "ns per set"),
-                 ("array.iterate", "ns per element"), ("array.mixed", "per tick")]
+                 ("array.unobserved-append", "ns per append"),
+                 ("array.unobserved-insert-middle", "ns per insert + remove at N/2"),
+                 ("array.unobserved-subscript-set", "ns per set"),
+                 ("array.iterate", "ns per element"),
+                 ("array.element-change-10", "ns per change, 10 observers"),
+                 ("array.element-change-repeated", "per change of an element at many indices"),
+                 ("array.mixed", "per tick")]
+    scenarios += [(s, "ns per op, then one element change")
+                  for s in sorted({s for (s, _, _) in rows if s.startswith("array.ops-scaling.")})]
     for scenario, what in scenarios:
         sizes = sorted({n for (s, n, _) in rows if s == scenario})
         for n in sizes:
@@ -91,6 +98,21 @@ def main():
                     cells.append(cell)
             print(f"| `{scenario}` {what} | {n:,} | " + " | ".join(cells) + " |")
     print()
+    # Heap allocations per op (counted in-process, outside the timed batches) where measured.
+    counted = [(s, n, i, r["allocations_per_op"]) for (s, n, i), r in sorted(rows.items())
+               if r.get("allocations_per_op") is not None and s in ("array.element-change", "array.element-change-10",
+                                                                    "array.append-10k", "array.mixed")]
+    if counted:
+        print("| heap allocations per op | N | " + " | ".join(array_impls) + " |")
+        print("|---|---:|" + "---:|" * len(array_impls))
+        for scenario in sorted({s for (s, _, _, _) in counted}):
+            for n in sorted({n for (s, n, _, _) in counted if s == scenario}):
+                cells = []
+                for impl in array_impls:
+                    a = next((a for (s, m, i, a) in counted if s == scenario and m == n and i == impl), None)
+                    cells.append("" if a is None else f"{a:,.1f}" if a < 10 else f"{a:,.0f}")
+                print(f"| `{scenario}` | {n:,} | " + " | ".join(cells) + " |")
+        print()
     start = text.index("Targets (ObserveCore's C path")
     print("```")
     print(text[start:].rstrip())

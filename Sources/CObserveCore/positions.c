@@ -84,7 +84,7 @@
 ** element; marking the index stale and rebuilding it costs a probe per element of the ARRAY, paid
 ** by the next lookup — so a service that interleaves middle edits with element changes paid a
 ** full rebuild per edit. Instead, cobs_positions_shift records the block move in a small log
-** (POS_LOG_CAPACITY records) and touches no entry. Entries then hold STORED slots, the slots their
+** (32 to POS_LOG_CAPACITY records, more for larger indexes: log_limit) and touches no entry. Entries then hold STORED slots, the slots their
 ** elements had when the log was last empty; a record (start, length, delta) is a rotation of the
 ** slot range it covers (the block moves by delta, the delta slots it moved into take its place),
 ** so the log is a permutation of slot numbers: forward() maps a stored slot to the element's
@@ -93,7 +93,7 @@
 ** empty log both are the identity and cost one compare. A lookup pays O(log length) per matching
 ** candidate; when the log is full, cobs_positions_shift answers COBS_BUFFER_TOO_SMALL and the
 ** caller rebuilds (lazily: the Swift side marks the index stale), which empties the log. So a
-** rebuild is paid once per POS_LOG_CAPACITY bulk moves at most, not once per move. While the log
+** rebuild is paid once per log_limit() bulk moves at most, not once per move. While the log
 ** is not empty the ring must keep its size (log_mask): a ring that grows is re-indexed anyway.
 **
 ** SAFETY AGAINST A BAD RING. The index cannot know the ring's real size, but it remembers an
@@ -136,7 +136,9 @@
 #define POS_REBUILD_SLACK 4u  /* rebuild keeps a block up to 4x larger than needed */
 #define POS_REBUILD_PREFETCH 8u /* rebuild prefetches the home bucket this many entries ahead */
 #define POS_BUCKET_BYTES (sizeof(uint8_t) + sizeof(uint32_t))
-#define POS_LOG_CAPACITY 32u  /* block moves remembered before a rebuild is needed */
+#define POS_LOG_CAPACITY 128u /* most block moves remembered before a rebuild is needed */
+#define POS_LOG_MIN 32u        /* ... and the fewest (small indexes: a rebuild is cheap) */
+#define POS_LOG_ENTRIES_PER_RECORD 512u /* the log may hold one record per this many entries */
 /* Entries are (element, slot) pairs with distinct 32-bit slots: at most 2^32 of them, which fit
 ** in 2^33 buckets at 7/8. On 32-bit targets the block size must fit size_t: 2^28 * 5 < 2^32. */
 #define POS_MAX_CAPACITY ((size_t)1 << (sizeof(size_t) >= 8 ? 33 : 28))
@@ -227,6 +229,15 @@ static inline uint32_t to_stored(const struct cobs_positions *pos, uint32_t curr
         t = rotate(t, (r->start + (uint32_t)r->delta) & pos->log_mask, r->length, -r->delta, pos->log_mask);
     }
     return t;
+}
+
+/* How many block moves the log takes before a rebuild: a rebuild costs a probe per entry and every
+** slot translation walks the whole log, so the log grows with the index (one record per
+** POS_LOG_ENTRIES_PER_RECORD entries), between POS_LOG_MIN and POS_LOG_CAPACITY records. At 100k
+** entries (128 records) a middle insertion then pays a quarter of the rebuild it paid with 32. */
+static inline uint32_t log_limit(const struct cobs_positions *pos) {
+    const size_t wanted = pos->count / POS_LOG_ENTRIES_PER_RECORD;
+    return wanted < POS_LOG_MIN ? POS_LOG_MIN : wanted > POS_LOG_CAPACITY ? POS_LOG_CAPACITY : (uint32_t)wanted;
 }
 
 /* Whether `mask` is the ring the log speaks of (any ring while the log is empty). */
@@ -480,7 +491,7 @@ cobs_status cobs_positions_shift(cobs_positions *pos, uint32_t mask, uint32_t fi
         return COBS_INVALID_ARGUMENT;
     }
     if (count == 0 || delta == 0 || pos->count == 0) return COBS_OK;
-    if (pos->log_count == POS_LOG_CAPACITY) return COBS_BUFFER_TOO_SMALL;
+    if (pos->log_count >= log_limit(pos)) return COBS_BUFFER_TOO_SMALL;
     pos->log[pos->log_count++] = (shift_record){first, count, delta};
     pos->log_mask = mask;
     pos->slot_bound = (uint64_t)mask + 1;

@@ -135,9 +135,37 @@ final class PositionIndexTests: XCTestCase {
             XCTAssertEqual(index.slots(ring, element(0)), [head])
             XCTAssertEqual(index.slots(ring, element(99)), [(head + 99) & 255])
         }
-        XCTAssertEqual(recorded, 32, "the log holds 32 block moves")
+        XCTAssertEqual(recorded, 32, "the log of a small index holds 32 block moves")
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 100), COBS_OK)
         XCTAssertEqual(index.slots(ring, element(50)), [(head + 50) & 255])
+        index.assertInvariants(ring)
+    }
+
+    func testTheShiftLogOfALargeIndexHoldsMoreBlockMoves() {
+        // 100,000 entries: a rebuild costs 100,000 probes, so the log takes 128 block moves.
+        let count = 100_000, ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
+        for i in 0..<count { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        var end = UInt32(count), recorded = 0
+        while true {
+            // Move the last 10 elements one slot up (an insertion near the back).
+            for k in (0..<10).reversed() { ring[end - 10 + UInt32(k) + 1] = ring[end - 10 + UInt32(k)] }
+            ring[end - 10] = 0
+            let status = cobs_positions_shift(index.raw, ring.mask, end - 10, 10, 1)
+            if status == COBS_BUFFER_TOO_SMALL { break }
+            assertStatus(status, COBS_OK)
+            ring[end - 10] = element(count + recorded)   // the inserted element, indexed
+            assertStatus(cobs_positions_insert(index.raw, ring.pointer, ring.mask, element(count + recorded), end - 10),
+                         COBS_OK)
+            recorded += 1
+            end += 1
+        }
+        XCTAssertEqual(recorded, 128, "the log of a 100,000-entry index holds 128 block moves")
+        // The refused move left the index behind the ring: the caller rebuilds.
+        ring[end - 10] = element(count + recorded)
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count + recorded + 1), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(count - 1)), [end], "the last element followed every move")
+        XCTAssertEqual(index.slots(ring, element(0)), [0])
         index.assertInvariants(ring)
     }
 

@@ -256,14 +256,15 @@ struct Target {
         + "unsynchronised variant, or ownership checked by Swift 6's Sendable rules)."
 
     static let mixedNote = "a middle edit moves min(i, N - i) elements (memmove) and records the move in the "
-        + "position index's shift log; every 32 such moves the index is rebuilt from all N elements at the next "
+        + "position index's shift log; every 32 to 128 such moves (more for larger arrays) the index is rebuilt from all "
+        + "N elements at the next "
         + "element change, and every element change walks the log. Beyond that, it needs chunked storage whose "
         + "middle edits move few elements."
 
     static let scalingNote = "a middle insertion or removal moves min(i, N - i) elements, a far move |to - from| "
         + "(one memmove, a few µs at 100k: see array.unobserved-insert-middle), and each such block move takes a "
-        + "record in the position index's shift log; every 32 records the index is rebuilt from all N elements at "
-        + "the next element change (about 1 ms at 100k), which is most of the amortized cost. Meeting it needs an "
+        + "record in the position index's shift log; every 32 records (128 from 64k elements) the index is rebuilt "
+        + "from all N elements at the next element change (about 1 ms at 100k), which is most of the amortized cost. Meeting it needs an "
         + "index that absorbs block moves without a periodic O(N) rebuild, and storage whose middle edits move few "
         + "elements (chunked / B-tree)."
 
