@@ -192,7 +192,11 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         case 1:
             runs.append(_ArrayRun(.modify, start: (Int(_slots[0]) &- ring.head) & ring.mask, length: 1))
         default:
-            for index in _slots.map({ (Int($0) &- ring.head) & ring.mask }).sorted() {
+            // Slots become indices in place and are sorted in place: no temporary arrays.
+            for k in _slots.indices { _slots[k] = UInt32(truncatingIfNeeded: (Int(_slots[k]) &- ring.head) & ring.mask) }
+            _slots.sort()
+            for slot in _slots {
+                let index = Int(slot)
                 if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
                 else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
             }
