@@ -1,3 +1,4 @@
+import Dispatch
 import ObserveCore
 import Testing
 
@@ -104,6 +105,28 @@ struct InPlaceMutationTests {
         students._checkInvariants()
     }
 
+    @Test("in-place mutations from several threads, observed or not, lose nothing", arguments: [false, true])
+    func concurrentInPlaceMutations(observed: Bool) {
+        let rows = ObservableArray<[Int]>(Array(repeating: [], count: 8), backend: .c)
+        let lock = NSLockLike()
+        var reported = 0
+        let token = observed ? rows.observe { _, change in lock.withLock { reported += change.insertedCount } } : nil
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for value in 0..<500 {
+                rows[(thread + value) % 8].append(value)   // every thread touches every row
+                if value % 50 == 0 { _ = rows.count }        // other operations interleave
+            }
+        }
+        token?.cancel()
+        let contents = Array(rows)
+        let elementCount: Int = contents.map(\.count).reduce(0, +)
+        let total: Int = contents.map { $0.reduce(0, +) }.reduce(0, +)
+        let expectedTotal: Int = 8 * (499 * 500 / 2)
+        #expect(elementCount == 8 * 500)
+        #expect(total == expectedTotal)
+        if observed { #expect(reported == 8 * 500, "one replace (one inserted element) per in-place mutation") }
+    }
+
     @Test("using the array inside its own in-place mutation traps with a message")
     func reentrantUseTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -139,5 +162,15 @@ private extension ObservableArray where Element == [Int] {
         var result: R?
         mutateInPlace(self, at: 0) { row in result = body(row) }
         return result!
+    }
+}
+
+/// A minimal lock for counting in handlers that run on several threads.
+private final class NSLockLike: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 1)
+    func withLock<R>(_ body: () -> R) -> R {
+        semaphore.wait()
+        defer { semaphore.signal() }
+        return body()
     }
 }
