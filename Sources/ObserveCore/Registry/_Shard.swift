@@ -96,19 +96,29 @@ internal final class _Shard: @unchecked Sendable {
     @discardableResult
     func removeFromGroup(_ registration: _AnyRegistration) -> Bool {
         let slot = registration._slot
-        guard let position = _groups[Int(slot)].firstIndex(where: { $0 === registration })
-        else { preconditionFailure("ObserveCore: live registration missing from its shard group") }
-        _groups[Int(slot)].remove(at: position)
+        let index = Int(slot)
+        if _groups[index].count == 1 {
+            // The usual group, one registration: no search, no element shifting.
+            if _slowPath(_groups[index][0] !== registration) { _missingFromGroup() }
+            _groups[index].removeLast()   // keeps the buffer (removeAll(keepingCapacity:) costs 8x more)
+        } else {
+            guard let position = _groups[index].firstIndex(where: { $0 === registration }) else { _missingFromGroup() }
+            _groups[index].remove(at: position)
+        }
         registration._cancelled.store(true, ordering: .releasing)
-        guard _groups[Int(slot)].isEmpty else { return false }
+        guard _groups[index].isEmpty else { return false }
         let removed = _table.remove(object: registration.objectAddress, key: registration.keyID,
                                     context: registration.context)
         precondition(removed == slot, "ObserveCore: registry table and shard groups disagree")
         // The emptied buffer is kept for the next group that takes this slot: register/remove
         // churn then allocates no group storage.
-        _groups[Int(slot)].removeAll(keepingCapacity: true)
         _freeSlots.append(slot)
         return true
+    }
+
+    @inline(never)
+    private func _missingFromGroup() -> Never {
+        fatalError("ObserveCore internal error: a live registration is missing from its shard group")
     }
 
     /// Removes every registration of `object`; returns how many.
