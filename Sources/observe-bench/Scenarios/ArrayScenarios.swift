@@ -245,7 +245,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
 
     /// The indices set, in order (seeded by N, the same for every impl and for the rows that
     /// repeat this one with more observers).
-    static func order(n: Int) -> [Int] {
+    fileprivate static func order(n: Int) -> [Int] {
         var generator = SplitMix64(seed: 0xE1E_C4A6E &+ UInt64(n))
         return (0..<Self.sequenceLength).map { _ in Int.random(in: 0..<n, using: &generator) }
     }
@@ -253,19 +253,12 @@ struct ArrayElementChangeScenario: ArrayScenario {
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
         let n = self.n, label = "array.element-change/\(impl.rawValue)"
         let sink = Sink()
-        let order = Self.order(n: n)
-        let mask = Self.sequenceLength - 1
-        var base = runtimeSeed
-        var cursor = 0
-        /// The sum of the indices the first `ops` sets must report.
-        func expectedIndexSum(_ ops: Int) -> Int {
-            let whole = order.reduce(0, &+)
-            return (ops / order.count) &* whole &+ order[0..<(ops % order.count)].reduce(0, &+)
-        }
+        let sets = ElementChangeSequence(n: n)
+        let order = sets.order
         func check(extraCalls: Int = 0, extraSum: Int = 0) -> String? {
             sink.consume()
-            return mismatch("\(label) calls", sink.calls, cursor + extraCalls)
-                ?? mismatch("\(label) sum of indices", sink.total, expectedIndexSum(cursor) &+ extraSum)
+            return mismatch("\(label) calls", sink.calls, sets.cursor + extraCalls)
+                ?? mismatch("\(label) sum of indices", sink.total, sets.expectedIndexSum &+ extraSum)
         }
 
         switch impl {
@@ -275,15 +268,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
             let array = ObservableArray(pool[0..<n], backend: backend)
             let token = observeArray(array) { readElementChange($0, sink) }
             let targets = order.map { pool[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 token.cancel()
                 array._checkInvariants()
                 return check()
@@ -296,15 +281,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
                 sink.add(change.index)
             }
             let targets = order.map { pool[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 peer.cancelAll()
                 freshNaiveTable()
                 return check()
@@ -314,15 +291,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
             let elements = (0..<n).map { ObservationStudent(id: $0) }
             let peer = ObservationArrayPeer(elements) { change in sink.add(change.index) }
             let targets = order.map { elements[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 peer.retire()
                 return check()
             })
@@ -331,15 +300,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
             let pool = StudentPool.publishedStudents()
             let peer = PublishedArrayPeer(pool[0..<n]) { change in sink.add(change.index) }
             let targets = order.map { pool[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 peer.cancelAll()
                 // Each sink also received the current value once, on subscription (index i).
                 return check(extraCalls: n, extraSum: n &* (n - 1) / 2)
@@ -348,6 +309,38 @@ struct ArrayElementChangeScenario: ArrayScenario {
         default:
             preconditionFailure("\(impl) does not apply to \(name)")
         }
+    }
+}
+
+/// The sets an element-change row makes, the same for every impl: the elements of a fixed
+/// pseudo-random sequence of 4,096 indices (seeded by N) in turn, each to a fresh value.
+final class ElementChangeSequence {
+    /// The indices set, in order.
+    let order: [Int]
+    /// How many sets were made.
+    private(set) var cursor = 0
+    private var base = runtimeSeed
+
+    init(n: Int) { order = ArrayElementChangeScenario.order(n: n) }
+
+    /// Makes the next `count` sets: `set(targets[order position], value)`, where `targets` holds
+    /// the element of each position of `order`.
+    @inline(__always)
+    func run<Element>(_ count: Int, _ targets: [Element], _ set: (Element, Int) -> Void) {
+        let mask = ArrayElementChangeScenario.sequenceLength - 1
+        var next = cursor
+        for i in 0..<count {
+            set(targets[next & mask], base &+ i)
+            next &+= 1
+        }
+        cursor = next
+        base &+= count
+    }
+
+    /// The sum of the indices the sets made so far must report.
+    var expectedIndexSum: Int {
+        let whole = order.reduce(0, &+)
+        return (cursor / order.count) &* whole &+ order[0..<(cursor % order.count)].reduce(0, &+)
     }
 }
 

@@ -35,19 +35,13 @@ struct ArrayElementChangeTenScenario: ArrayScenario {
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
         let n = self.n, label = "\(name)/\(impl.rawValue)"
         let sinks = (0..<Self.observers).map { _ in Sink() }
-        let order = ArrayElementChangeScenario.order(n: n)
-        let mask = ArrayElementChangeScenario.sequenceLength - 1
-        var base = runtimeSeed
-        var cursor = 0
-        func expectedIndexSum(_ ops: Int) -> Int {
-            let whole = order.reduce(0, &+)
-            return (ops / order.count) &* whole &+ order[0..<(ops % order.count)].reduce(0, &+)
-        }
+        let sets = ElementChangeSequence(n: n)
+        let order = sets.order
         func check() -> String? {
             for (party, sink) in sinks.enumerated() {
                 sink.consume()
-                if let warning = mismatch("\(label) observer \(party) calls", sink.calls, cursor)
-                    ?? mismatch("\(label) observer \(party) sum of indices", sink.total, expectedIndexSum(cursor)) {
+                if let warning = mismatch("\(label) observer \(party) calls", sink.calls, sets.cursor)
+                    ?? mismatch("\(label) observer \(party) sum of indices", sink.total, sets.expectedIndexSum) {
                     return warning
                 }
             }
@@ -61,15 +55,7 @@ struct ArrayElementChangeTenScenario: ArrayScenario {
             let array = ObservableArray(pool[0..<n], backend: backend)
             let tokens = sinks.map { sink in observeArray(array) { readElementChange($0, sink) } }
             let targets = order.map { pool[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 for token in tokens { token.cancel() }
                 array._checkInvariants()
                 return check()
@@ -82,15 +68,7 @@ struct ArrayElementChangeTenScenario: ArrayScenario {
                 { change in sink.add(change.index) }
             })
             let targets = order.map { pool[$0] }
-            return Fixture(runBatch: { count in
-                var next = cursor
-                for i in 0..<count {
-                    setGrade(targets[next & mask], base &+ i)
-                    next &+= 1
-                }
-                cursor = next
-                base &+= count
-            }, tearDown: {
+            return Fixture(runBatch: { count in sets.run(count, targets, setGrade) }, tearDown: {
                 peer.cancelAll()
                 freshNaiveTable()
                 return check()
