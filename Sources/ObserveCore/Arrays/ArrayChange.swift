@@ -394,14 +394,20 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     /// Whether `elementOldValue` or `elementNewValue` may be set (recycling skips clearing them
     /// otherwise: assigning to an `Any?` goes through the existential's value witnesses).
     @usableFromInline @exclusivity(unchecked) var _hasValues = false
+    /// The key id `elementKeyPath` was looked up for (a recycled box keeps both).
+    @exclusivity(unchecked) var _elementKeyID: UInt32 = 0
 
     /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
     /// been filled already. The key path is kept from one change to the next when it is the same.
-    func fillElementChange(snapshot: _RingBuffer<Element>, keyPath: AnyKeyPath?, oldValue: Any?, newValue: Any?) {
+    func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?,
+                           oldValue: Any?, newValue: Any?) {
         self.snapshot = snapshot
         oldCount = snapshot.count
         newCount = snapshot.count
-        if elementKeyPath !== keyPath { elementKeyPath = keyPath }
+        if _elementKeyID != keyID || elementKeyPath == nil {
+            elementKeyPath = keyPath()
+            _elementKeyID = keyID
+        }
         if oldValue != nil || newValue != nil {
             elementOldValue = oldValue
             elementNewValue = newValue
@@ -413,7 +419,9 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     /// next mutation would copy its storage), keeping the runs' capacity and the key path (an
     /// interned key path, alive for the whole process anyway).
     func clearForReuse() {
-        runs.removeAll(keepingCapacity: true)
+        // One run is the usual element change; removeAll(keepingCapacity:) costs several times
+        // more than removing it.
+        if runs.count == 1 { runs.removeLast() } else { runs.removeAll(keepingCapacity: true) }
         snapshot = nil
         if _hasValues {
             elementOldValue = nil

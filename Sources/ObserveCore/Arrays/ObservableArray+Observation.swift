@@ -310,7 +310,7 @@ extension ObservableArray {
             kvoRegistrar._leaveReadSection()
             return nil
         }
-        box.fillElementChange(snapshot: _storage, keyPath: tracker.keyPath(for: keyID),
+        box.fillElementChange(snapshot: _storage, keyID: keyID, keyPath: { tracker.keyPath(for: keyID) },
                               oldValue: wantsOld ? Optional(oldValue) : nil, newValue: wantsNew ? Optional(newValue) : nil)
         return (cache, range)
     }

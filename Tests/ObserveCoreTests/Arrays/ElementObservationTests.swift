@@ -25,6 +25,27 @@ struct ElementObservationTests {
         #expect(seen.count == 2)
     }
 
+    @Test("changes of two element keys, one after the other, each name their own key path and value",
+          arguments: ObservationBackend.allCases)
+    func alternatingKeysNameTheirKeyPath(backend: ObservationBackend) {
+        let roster = students(backend, "ada", "bob")
+        let array = ObservableArray(roster, backend: backend)
+        var seen: [String] = []
+        let token = array.observe(options: [.new], elementKeyPaths: [\.name, \.grade]) { _, change in
+            guard change.kind == .elementChanged else { return }
+            // The change's storage is recycled from one element change to the next.
+            if change.elementKeyPath == \Student.name { seen.append("name=\(change.elementNewValue as! String)") }
+            else if change.elementKeyPath == \Student.grade { seen.append("grade=\(change.elementNewValue as! Int)") }
+            else { seen.append("unexpected key path") }
+        }
+        roster[0].name = "ada2"
+        roster[0].grade = 7
+        roster[1].grade = 8
+        roster[1].name = "bob2"
+        token.cancel()
+        #expect(seen == ["name=ada2", "grade=7", "grade=8", "name=bob2"])
+    }
+
     @Test("element tracking follows membership: removed elements stop, inserted ones start", arguments: ObservationBackend.allCases)
     func trackingFollowsMembership(backend: ObservationBackend) {
         let (ada, bob) = (Student(backend, "ada"), Student(backend, "bob"))
