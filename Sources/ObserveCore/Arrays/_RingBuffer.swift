@@ -69,10 +69,11 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         return copy
     }
 
-    /// A copy of the contents in slots 0..<count of a new buffer (contiguous, head 0).
+    /// A copy of the contents in slots 0..<count of a new buffer of the same capacity (contiguous,
+    /// head 0).
     @usableFromInline
     func contiguousCopy() -> _RingBuffer<Element> {
-        let copy = _RingBuffer(capacity: count)
+        let copy = _RingBuffer(capacity: capacity)
         var done = 0
         _forEachRun { start, length in
             (copy.base + done).initialize(from: base + start, count: length)
