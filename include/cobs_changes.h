@@ -124,8 +124,10 @@ cobs_status cobs_batch_move(cobs_batch *_Nullable batch, uint64_t from, uint64_t
 /// that was at current index `permutation[i]`, for every i < `count` (what sort, reverse and
 /// shuffle do). `count` must be the current length and `permutation` a permutation of 0..<count.
 /// O(count + segments) time and O(count) temporary memory, however scattered the elements end up
-/// (a sequence of `cobs_batch_move` calls costs O(segments) each). Errors: COBS_INVALID_ARGUMENT
-/// (NULL, wrong count, not a permutation; nothing recorded), COBS_NO_MEMORY (nothing recorded).
+/// (a sequence of `cobs_batch_move` calls costs O(segments) each); the batch then holds memory for
+/// the segments the reorder left. Errors: COBS_INVALID_ARGUMENT (NULL, wrong count, not a
+/// permutation; nothing recorded), COBS_NO_MEMORY (nothing recorded; finding out that
+/// `permutation` repeats an index needs memory too, so a bad permutation may be answered so).
 cobs_status cobs_batch_permute(cobs_batch *_Nullable batch, const uint64_t *_Nullable permutation, size_t count);
 
 /// Records that the element at current index `index` changed in place (it is reported as MODIFY

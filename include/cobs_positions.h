@@ -83,7 +83,8 @@ cobs_status cobs_positions_move(cobs_positions *_Nullable pos, uint32_t mask, ui
 /// removals pay O(log length) per slot translated, until a rebuild empties the log.
 /// Requires `count + |delta| <= mask + 1` and, while the log is not empty, the same `mask` as
 /// the calls before. A no-op when `count` or `delta` is 0 or the index is empty.
-/// Errors: COBS_BUFFER_TOO_SMALL when the log is full: nothing is recorded, so the index no
+/// Errors: COBS_BUFFER_TOO_SMALL when the log is full (it takes 32 block moves, up to 128 for an
+/// index of 64k entries or more: one per 512 entries): nothing is recorded, so the index no
 /// longer matches the ring and the caller must call `cobs_positions_rebuild` before any other
 /// call; COBS_INVALID_ARGUMENT (index unchanged).
 cobs_status cobs_positions_shift(cobs_positions *_Nullable pos, uint32_t mask, uint32_t first, uint32_t count,

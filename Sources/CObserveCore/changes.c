@@ -584,6 +584,7 @@ cobs_status cobs_batch_permute(cobs_batch *b, const uint64_t *permutation, size_
         size_t p = 0;
         for (size_t i = 0; i < b->nsegs; i++) {
             const segment *s = &b->segs[i];
+            COBS_CHECK(s->length <= count - p, "batch: segment lengths do not add up to the array's length");
             for (uint64_t t = 0; t < s->length; t++) origins[p++] = s->origin == INSERTED ? INSERTED : s->origin + t;
         }
         COBS_CHECK(p == count, "batch: segment lengths do not add up to the array's length");
@@ -605,10 +606,22 @@ cobs_status cobs_batch_permute(cobs_batch *b, const uint64_t *permutation, size_
         if (segs != NULL) b->allocator.deallocate(b->allocator.user, segs, count * sizeof(segment));
         return status;
     }
+    /* Keep a list sized for its segments (and room to grow), not for every element. */
+    size_t cap = count;
+    if (nsegs < count / 2) {
+        const size_t fitted = nsegs < 8 ? 8 : nsegs * 2;
+        segment *small = b->allocator.allocate(b->allocator.user, fitted * sizeof(segment));
+        if (small != NULL) {
+            memcpy(small, segs, nsegs * sizeof(segment));
+            b->allocator.deallocate(b->allocator.user, segs, count * sizeof(segment));
+            segs = small;
+            cap = fitted;
+        }
+    }
     if (b->segs != NULL) b->allocator.deallocate(b->allocator.user, b->segs, b->segs_cap * sizeof(segment));
     b->segs = segs;
     b->nsegs = nsegs;
-    b->segs_cap = count;
+    b->segs_cap = cap;
     b->result_valid = false;
     BATCH_VERIFY(b);
     return COBS_OK;

@@ -84,7 +84,8 @@
 ** element; marking the index stale and rebuilding it costs a probe per element of the ARRAY, paid
 ** by the next lookup — so a service that interleaves middle edits with element changes paid a
 ** full rebuild per edit. Instead, cobs_positions_shift records the block move in a small log
-** (32 to POS_LOG_CAPACITY records, more for larger indexes: log_limit) and touches no entry. Entries then hold STORED slots, the slots their
+** (POS_LOG_MIN to POS_LOG_CAPACITY records, more for larger indexes: log_limit) and touches no
+** entry. Entries then hold STORED slots, the slots their
 ** elements had when the log was last empty; a record (start, length, delta) is a rotation of the
 ** slot range it covers (the block moves by delta, the delta slots it moved into take its place),
 ** so the log is a permutation of slot numbers: forward() maps a stored slot to the element's
@@ -160,6 +161,7 @@ static_assert(POS_MAX_LOAD_NUM < POS_MAX_LOAD_DEN,
 static_assert(POS_BUCKET_BYTES * POS_MAX_LOAD_DEN * 2 <= 16 * POS_MAX_LOAD_NUM,
               "just after growth (load 7/16) a bucket costs at most 16 bytes per element");
 static_assert(sizeof(uintptr_t) <= sizeof(uint64_t), "addresses are hashed as uint64_t");
+static_assert(POS_LOG_MIN >= 1 && POS_LOG_MIN <= POS_LOG_CAPACITY, "log_limit's bounds");
 
 /* An index. Opaque outside this file.
 **

@@ -24,17 +24,23 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// reporting the removed element (old index) and the inserted one (new index), or nothing when
     /// the new element is the same object or an equal value.
     ///
-    /// Mutating an element in place (`array[i].append(x)` on an array of arrays, `array[i] += 1`)
-    /// changes it where it is stored and reports one ``ArrayChange/Kind/replace``. When nobody
-    /// observes the array the element is not copied (a copy-on-write element stays uniquely
-    /// referenced); when someone does, the old value is kept for the change's removed element.
+    /// Mutating an element through the subscript (`array[i].append(x)` on an array of arrays,
+    /// `array[i] += 1`) reports one ``ArrayChange/Kind/replace`` (nothing when the element ends up
+    /// the same). When nobody observes the array, no element is tracked and no batch is open, the
+    /// element is mutated where it is stored, under the array's lock, and is not copied (a
+    /// copy-on-write element stays uniquely referenced). Otherwise the element is copied out,
+    /// mutated, and assigned back, as `array[i] = x` would (the old value is the change's removed
+    /// element), and the array is not locked meanwhile.
     ///
     /// ```swift
     /// let rows = ObservableArray<[Int]>([[1], [2]])
     /// rows[0].append(3)          // in place: rows[0] == [1, 3]
     /// ```
-    /// - Important: The array stays locked while the element is being mutated in place: the
-    ///   mutation must not use the same array (that traps with a message); it may use anything else.
+    /// - Important: While an element of an unobserved array is mutated in place, the mutation
+    ///   must not use the same array: not `array[i].mutate { array.count }`, not
+    ///   `swap(&array[i], &array[j])` (use ``swapAt(_:_:)``), and not an `await` inside the access
+    ///   (`await f(&array[i])` keeps the array locked across the suspension). Using it from the
+    ///   same thread traps with a message.
     @inlinable
     public subscript(position: Int) -> Element {
         get {
@@ -65,39 +71,15 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
                 yield &(_storage.base + _storage.slot(position)).pointee
                 return
             }
-            let old = _beginObservedInPlaceMutation(at: position)
+            // Observed (or shared storage, or a batch): the old value is kept for the change
+            // anyway, so the element is mutated as a copy, with no lock held (the mutation may set
+            // a tracked element's property, or a handler may read the array).
+            var element = _storage[position]
+            _lock.unlockRecordedHolder()
             // In a `defer`, so that a mutation that throws halfway is still recorded.
-            defer { _didMutateInPlace(at: position, old: old) }
-            yield &(_storage.base + _storage.slot(position)).pointee
+            defer { _replace(at: position, with: element) }
+            yield &element
         }
-    }
-
-    /// Before an in-place mutation that someone may observe (lock held, holder recorded): makes
-    /// the storage unique and returns the element's old value, which the change reports.
-    @usableFromInline
-    internal func _beginObservedInPlaceMutation(at position: Int) -> Element {
-        _makeUnique()
-        return _storage[position]
-    }
-
-    /// After an in-place mutation of the element at `position` that someone may observe (lock
-    /// held, holder recorded): records it as a replace of `old`, unlocks, and delivers.
-    @usableFromInline
-    internal func _didMutateInPlace(at position: Int, old: Element) {
-        let pending = _recordInPlaceMutation(at: position, old: old)
-        _lock.unlockRecordedHolder()
-        pending?.deliver()
-    }
-
-    private func _recordInPlaceMutation(at position: Int, old: Element) -> _PendingArrayNotification<Element>? {
-        let ring = _storage, slot = ring.slot(position)
-        let new = ring.base[slot]
-        if _identical(old, new) { return nil }
-        if let tracker = _tracker {
-            tracker.leave(old, slot: slot, ring: ring)
-            tracker.enter(new, slot: slot, ring: ring)
-        }
-        return _recordReplace(at: position, old: old)
     }
 
     /// The subscript's setter when someone observes (or the storage is shared).

@@ -598,22 +598,26 @@ extension ObservableArray {
     ///
     /// The comparator never runs under the array's lock (it may read the array): the elements are
     /// sorted in a copy, which replaces the contents unless the array changed meanwhile (then the
-    /// sort starts over). Equal elements keep their order.
+    /// sort starts over, so a comparator that mutates the array on every call never finishes).
+    /// Equal elements keep their order.
     /// - Complexity: O(n log n) comparisons, as `Array.sort`, plus one copy of the elements.
     @inlinable
     public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
         while true {
             let (snapshot, quiet) = _sortingSnapshot()
             let copy = snapshot.contiguousCopy()
-            var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
-            if quiet {
-                try elements.sort(by: areInIncreasingOrder)
-                if _installSorted(copy, replacing: snapshot) { return }
-            } else {
+            // `elements` points into `copy`: keep it alive while the comparator reads through it.
+            let done: Bool = try withExtendedLifetime(copy) {
+                var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
+                if quiet {
+                    try elements.sort(by: areInIncreasingOrder)
+                    return _installSorted(copy, replacing: snapshot)
+                }
                 var permutation = Array(0..<elements.count)
                 try permutation.sort { try areInIncreasingOrder(elements[$0], elements[$1]) }
-                if _applySortPermutation(permutation, replacing: snapshot) { return }
+                return _applySortPermutation(permutation, replacing: snapshot)
             }
+            if done { return }
         }
     }
 

@@ -41,7 +41,7 @@ import Synchronization
 public final class ObservableArray<Element>: KeyValueObservable, @unchecked Sendable {
     /// The array's registrar (its observers are registrations on the array itself).
     public let kvoRegistrar: KeyValueRegistrar
-    @usableFromInline internal let _lock = _Lock()
+    @usableFromInline internal let _lock = _HolderRecordingLock()
     @usableFromInline @exclusivity(unchecked) internal var _storage: _RingBuffer<Element>
     @usableFromInline @exclusivity(unchecked) internal var _tracker: _AnyElementTracker<Element>?
     @usableFromInline @exclusivity(unchecked) internal var _batch: _BatchState<Element>?

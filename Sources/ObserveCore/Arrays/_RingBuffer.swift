@@ -87,6 +87,10 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     /// Every slot may change: a position index must be rebuilt afterwards.
     func permute(_ permutation: [Int]) {
         precondition(permutation.count == count, "ObservableArray: permutation of the wrong size")
+        // An index twice would move one element twice (a double release) and leak another; the
+        // callers build permutations themselves, so debug builds check it.
+        assert(Set(permutation).count == count && permutation.allSatisfy { $0 >= 0 && $0 < count },
+               "ObservableArray: not a permutation")
         let newBase = UnsafeMutablePointer<Element>.allocate(capacity: Swift.max(capacity, 1))
         for (i, old) in permutation.enumerated() { (newBase + i).moveInitialize(from: base + slot(old), count: 1) }
         base.deallocate()

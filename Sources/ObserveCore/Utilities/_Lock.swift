@@ -17,23 +17,20 @@ import Darwin
 /// keeps a preempted holder from being starved on a 2-core machine. ThreadSanitizer sees the
 /// acquire/release atomics (they are inlined into this module), so it still checks callers.
 @usableFromInline
-internal final class _Lock: @unchecked Sendable {
-    @usableFromInline internal let _state = Atomic<UInt32>(0)
-    /// The thread holding the lock, recorded only by `lockRecordingHolder()` (0 otherwise): the
-    /// holder runs user code (an in-place element mutation) and must not take the lock again.
-    @usableFromInline internal let _holder = Atomic<UInt>(0)
+internal class _Lock: @unchecked Sendable {
+    @usableFromInline internal final let _state = Atomic<UInt32>(0)
 
     internal init() {}
 
     @inlinable @inline(__always)
-    internal func lock() {
+    internal final func lock() {
         if _state.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged { return }
         _lockContended()
     }
 
+    /// Waits for the lock (overridden by `_HolderRecordingLock` to catch its holder coming back).
     @usableFromInline @inline(never)
     internal func _lockContended() {
-        if _slowPath(_holder.load(ordering: .relaxed) == _currentThreadID()) { _reenteredDuringInPlaceAccess() }
         var spins = 0
         while true {
             if _state.load(ordering: .relaxed) == 0,
@@ -49,12 +46,36 @@ internal final class _Lock: @unchecked Sendable {
     }
 
     @inlinable @inline(__always)
-    internal func unlock() {
+    internal final func unlock() {
         _state.store(0, ordering: .releasing)
     }
 
-    /// Takes the lock for a section that runs user code, recording the calling thread so that a
-    /// reentrant `lock()` from it traps with a message instead of spinning forever. Pair with
+    @inline(__always)
+    internal final func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// A `_Lock` whose holder may run user code while holding it (an ``ObservableArray`` element
+/// mutated in place through the subscript): the section records its thread, so that the same
+/// thread asking for the lock again traps with a message instead of spinning forever. Only the
+/// array's lock pays for the extra word.
+@usableFromInline
+internal final class _HolderRecordingLock: _Lock, @unchecked Sendable {
+    /// The thread in a `lockRecordingHolder()` section, or 0.
+    @usableFromInline internal let _holder = Atomic<UInt>(0)
+
+    override internal init() {}
+
+    @usableFromInline @inline(never)
+    override internal func _lockContended() {
+        if _slowPath(_holder.load(ordering: .relaxed) == _currentThreadID()) { _reenteredDuringInPlaceAccess() }
+        super._lockContended()
+    }
+
+    /// Takes the lock for a section that runs user code, recording the calling thread. Pair with
     /// `unlockRecordedHolder()`.
     @inlinable @inline(__always)
     internal func lockRecordingHolder() {
@@ -66,13 +87,6 @@ internal final class _Lock: @unchecked Sendable {
     internal func unlockRecordedHolder() {
         _holder.store(0, ordering: .relaxed)
         unlock()
-    }
-
-    @inline(__always)
-    internal func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        lock()
-        defer { unlock() }
-        return try body()
     }
 }
 
@@ -91,7 +105,8 @@ internal func _currentThreadID() -> UInt {
 @usableFromInline @inline(never)
 internal func _reenteredDuringInPlaceAccess() -> Never {
     fatalError("ObservableArray: the array was used while one of its elements was being mutated in place "
-               + "through its subscript (for example `array[i].mutate { array.count }`). The array is locked "
-               + "during an in-place mutation; read what the mutation needs before it, or copy the element "
-               + "out, change it and assign it back.")
+               + "through its subscript (for example `array[i].mutate { array.count }`, or "
+               + "`swap(&array[i], &array[j])`: use `swapAt`). Nobody observes the array, so the element is "
+               + "mutated where it is stored, with the array locked; read what the mutation needs before it, "
+               + "or copy the element out, change it and assign it back.")
 }

@@ -72,7 +72,7 @@ struct ArrayOpsScalingScenario: ArrayScenario {
     }
 
     /// Operations per timed batch: enough that every batch spans several of the position index's
-    /// periodic rebuilds (one per 32 bulk moves: POS_LOG_CAPACITY in CObserveCore's positions.c), so
+    /// periodic rebuilds (one per 32 to 128 bulk moves: log_limit in CObserveCore's positions.c), so
     /// that a batch's mean is the amortized cost. With small batches most batches miss the rebuild
     /// and the median of batch means shows only the cheap ops. At most N/8, so that a batch of
     /// insertions or removals keeps the length within 12.5% of N.

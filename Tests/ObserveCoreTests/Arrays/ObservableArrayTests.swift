@@ -179,6 +179,27 @@ struct ObservableArrayTests {
         }
     }
 
+    @Test("a sort whose comparator changes the array starts over on the new contents, observed or not",
+          arguments: ObservationBackend.allCases)
+    func sortStartsOverWhenTheArrayChanges(backend: ObservationBackend) {
+        for observed in [false, true] {
+            let array = ObservableArray([5, 3, 9, 1], backend: backend)
+            var calls = 0
+            let token = observed ? array.observe { _, _ in calls += 1 } : nil
+            var appended = false
+            array.sort { a, b in
+                if !appended {
+                    appended = true
+                    array.append(0)   // the first attempt's result is stale: it is not installed
+                }
+                return a < b
+            }
+            token?.cancel()
+            #expect(Array(array) == [0, 1, 3, 5, 9], "observed: \(observed)")
+            if observed { #expect(calls == 2, "the append, then one move change") }
+        }
+    }
+
     @Test("move(from:to:) reports one move run, in either direction", arguments: ObservationBackend.allCases)
     func moveReportsOneRun(backend: ObservationBackend) {
         let array = ObservableArray(Array(0..<10), backend: backend)
