@@ -31,8 +31,9 @@ struct ObserveBench: ParsableCommand {
                            ids, then after.difference(from: before)
 
             Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
-            register.remove, register.memory, threads.2-distinct, and the
-            array scenarios below at each --elements size):
+            register.remove, register.memory, threads.2-distinct, the
+            capability rows, and the array scenarios below at each
+            --elements size):
               set.N               one property set with N inline observers
                                   (any N); each observer adds the new value
                                   to a counter
@@ -44,6 +45,22 @@ struct ObserveBench: ParsableCommand {
               threads.2-distinct  two threads each setting its own observed
                                   object vs one thread doing the same total
                                   work; speedup = throughput(2)/throughput(1)
+              chain.leaf-set.2, chain.leaf-set.3 (or chain.leaf-set: both)
+                                  set the leaf of an observed key path chain
+                                  through optional links, depth 2 / 3
+              chain.relink        replace the middle object of an observed
+                                  depth-2 chain; the observer is told
+              dependent.set       set a dependency of an observed dependent key
+              stream.end-to-end   sets on this thread, `for await` over
+                                  changes(for:) on a task: ns per change until
+                                  the consumer has it
+              binding.propagate, binding.filter-map, binding.reduce-2
+                                  set a source of a binding (plain, through
+                                  filter + map, two sources reduced); the
+                                  target is written
+              post                set a property the object posts (post mode)
+                                  (capability rows: c and swift, compared with
+                                  set.1 of the same impl)
               array.setup         observe an existing array of N elements with
                                   one element key path: ns and heap bytes per
                                   element (c/swift: also the position index's)

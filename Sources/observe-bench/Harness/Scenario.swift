@@ -110,6 +110,9 @@ protocol Scenario: Sendable {
     var sizeLabel: String? { get }
     /// Lines printed under the scenario's table (how N is kept, what is verified, ...).
     var notes: [String] { get }
+    /// Another scenario each impl's figure is also compared with, impl for impl (the capability
+    /// rows: `set.1`, one set with one observer); printed under the table when it ran.
+    var referenceScenario: String? { get }
     /// How to sample `impl` (latency scenarios).
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling
 
@@ -146,6 +149,7 @@ extension Scenario {
     var unit: String { "ns per op" }
     var sizeLabel: String? { nil }
     var notes: [String] { [] }
+    var referenceScenario: String? { nil }
     /// The name with the size, for progress lines.
     var label: String { sizeLabel.map { "\(name) \($0)" } ?? name }
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling {

@@ -170,6 +170,7 @@ struct JSONReport {
             ("n", target.n.map(JSON.int) ?? .null),
             ("impl", .string(target.impl.rawValue)),
             ("peer", .string(target.peer?.rawValue ?? target.impl.rawValue)),
+            ("peer_scenario", .string(target.peerScenario ?? target.scenario)),
             ("rule", .string(target.comparison + " " + String(target.limit))),
             ("ratio", .string(target.ratioDefinition)),
             ("measured_ratio", target.isRatio ? .num(target.measured) : .null),

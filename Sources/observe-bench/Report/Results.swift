@@ -125,6 +125,9 @@ struct Target {
     var source: String
     /// The size of the measured row, when the scenario runs at several (nil: the only one).
     var n: Int? = nil
+    /// The scenario of the peer's row when it is another one (e.g. `set.1` for the capability
+    /// rows: chain leaf set <= 3x set.1); nil: the target's own scenario.
+    var peerScenario: String? = nil
     /// The size of the peer's row; with `peer == nil` the peer is `impl` itself at this size
     /// (e.g. insert-front at 100k against insert-front at 1k).
     var peerN: Int? = nil
@@ -151,7 +154,7 @@ struct Target {
     /// What `measured` is the ratio of.
     var ratioDefinition: String {
         let unit = usesBytes ? "bytes per item" : "ns per op"
-        let peerName = peer?.rawValue ?? impl.rawValue
+        let peerName = (peerScenario.map { $0 + " " } ?? "") + (peer?.rawValue ?? impl.rawValue)
         let at: (Int?) -> String = { $0.map { " at n=\($0)" } ?? "" }
         switch rule {
         case .costAtMost: return "\(impl.rawValue)\(at(n)) / \(peerName)\(at(peerN)) (\(unit))"
@@ -191,7 +194,10 @@ struct Target {
         func row(_ impl: Impl, _ size: Int?) -> ResultRow? {
             rows.first { $0.scenario == scenario && $0.impl == impl && (size == nil || $0.n == size) }
         }
-        let peerRow = row(peer ?? impl, peerN)
+        let peerScenario = self.peerScenario ?? scenario
+        let peerRow = rows.first {
+            $0.scenario == peerScenario && $0.impl == (peer ?? impl) && (peerN == nil || $0.n == peerN)
+        }
         func figure(_ row: ResultRow) -> Double? { usesBytes ? row.bytesPerItem : row.headline }
         guard let mine = row(impl, n) else {
             status = n.map { "not measured in this run (scenario, impl or N=\(groupThousands($0)) not selected)" }
@@ -202,7 +208,8 @@ struct Target {
         switch rule {
         case .costAtMost(let limit):
             guard let theirs = peerRow, let a = figure(mine), let b = figure(theirs), b > 0 else {
-                let missing = peer?.rawValue ?? (impl.rawValue + (peerN.map { " at N=\(groupThousands($0))" } ?? ""))
+                let missing = (self.peerScenario.map { $0 + " " } ?? "")
+                    + (peer?.rawValue ?? (impl.rawValue + (peerN.map { " at N=\(groupThousands($0))" } ?? "")))
                 status = "not measured in this run (\(missing) not selected)"; return
             }
             measured = a / b
@@ -355,6 +362,23 @@ struct Target {
             Target(label: "array.batch-100 @100k <= 50 us (absolute)", scenario: "array.batch-100", impl: .c,
                    peer: nil, rule: .absoluteAtMost(50_000), source: "issue 3 (absolute; quiet machine)", n: k100,
                    whenMissed: Target.batchNote),
-        ] + scaling()
+        ] + scaling() + capabilities()
+    }
+
+    /// Issue 11: every capability against `set.1` of the same (C) path, and the stream end to end
+    /// in absolute terms.
+    static func capabilities() -> [Target] {
+        let leafSets = ChainLeafSetScenario.depths.map { depth in
+            Target(label: "chain.leaf-set.\(depth) <= 3x set.1", scenario: "chain.leaf-set.\(depth)", impl: .c,
+                   peer: .c, rule: .costAtMost(3), source: "issue 11", peerScenario: "set.1")
+        }
+        return leafSets + [
+            Target(label: "dependent.set <= 3x set.1", scenario: "dependent.set", impl: .c, peer: .c,
+                   rule: .costAtMost(3), source: "issue 11", peerScenario: "set.1"),
+            Target(label: "binding.propagate <= 4x set.1", scenario: "binding.propagate", impl: .c, peer: .c,
+                   rule: .costAtMost(4), source: "issue 11", peerScenario: "set.1"),
+            Target(label: "stream.end-to-end <= 300 ns per change (absolute)", scenario: "stream.end-to-end",
+                   impl: .c, peer: nil, rule: .absoluteAtMost(300), source: "issue 11 (absolute; quiet machine)"),
+        ]
     }
 }

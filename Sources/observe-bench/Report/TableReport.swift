@@ -67,6 +67,7 @@ struct TableReport {
             } else if let line = comparisonLine(scenario, mine) {
                 out.append(line)
             }
+            if let line = referenceLine(scenario, mine) { out.append(line) }
             let wide = mine.compactMap { row -> String? in
                 guard let spread = row.relativeSpread, spread > 0.25 else { return nil }
                 return "\(row.impl.rawValue)\(sized ? "@" + groupThousands(row.n) : "") \(Int((spread * 100).rounded()))%"
@@ -260,6 +261,17 @@ struct TableReport {
             }
         }
         return parts.isEmpty ? nil : "  c is " + parts.joined(separator: ", ")
+    }
+
+    /// "cost relative to set.1 of the same impl: c 2.31×, swift 2.40×", when the reference ran.
+    private func referenceLine(_ scenario: any Scenario, _ mine: [ResultRow]) -> String? {
+        guard let reference = scenario.referenceScenario else { return nil }
+        let parts = mine.compactMap { row -> String? in
+            guard let theirs = rows.first(where: { $0.scenario == reference && $0.impl == row.impl })?.median,
+                  let a = row.median, theirs > 0 else { return nil }
+            return "\(row.impl.rawValue) " + ratioString(a / theirs)
+        }
+        return parts.isEmpty ? nil : "  cost relative to \(reference) of the same impl: " + parts.joined(separator: ", ")
     }
 
     private func ratioCell(_ scenario: any Scenario, _ row: ResultRow, _ peerRow: ResultRow?) -> String {

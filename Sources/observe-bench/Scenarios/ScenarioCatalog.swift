@@ -21,6 +21,7 @@ enum ScenarioCatalog {
         scenarios.append(RegisterRemoveScenario())
         scenarios.append(RegisterMemoryScenario())
         scenarios.append(ThreadsScenario())
+        scenarios.append(contentsOf: capabilityScenarios)
         for name in arrayScenarioNames {
             scenarios.append(contentsOf: try! parse(name, elementCounts: elementCounts))
         }
@@ -30,6 +31,13 @@ enum ScenarioCatalog {
         return scenarios
     }
 
+    /// Issue 11's capability rows, in table order.
+    static var capabilityScenarios: [any Scenario] {
+        ChainLeafSetScenario.depths.map { ChainLeafSetScenario(depth: $0) } as [any Scenario]
+            + [ChainRelinkScenario(), DependentSetScenario(), StreamEndToEndScenario()]
+            + BindingScenario.Shape.allCases.map { BindingScenario(shape: $0) } + [PostScenario()]
+    }
+
     enum ParseError: Error, CustomStringConvertible {
         case unknown(String)
 
@@ -37,21 +45,26 @@ enum ScenarioCatalog {
             switch self {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
-                    + "threads.2-distinct, " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
+                    + "threads.2-distinct, " + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
+                    + " (chain.leaf-set: both depths), " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
                     + " (or one of its rows, " + ScalingOperation.allCases.map { "\(ArrayOpsScalingScenario.family).\($0.rawValue)" }
                         .joined(separator: ", ") + "), array.mixed"
             }
         }
     }
 
-    /// Parses one name: `set.N`, `register.remove`, `register.memory`, `threads.2-distinct`, or an
-    /// array scenario (one instance per size in `elementCounts`).
+    /// Parses one name: `set.N`, `register.remove`, `register.memory`, `threads.2-distinct`, a
+    /// capability row (`chain.leaf-set` names both depths), or an array scenario (one instance per
+    /// size in `elementCounts`).
     static func parse(_ name: String, elementCounts: [Int]) throws -> [any Scenario] {
         if name.hasPrefix("set."), let n = Int(name.dropFirst(4)), n >= 0 { return [SetScenario(n: n)] }
         switch name {
         case "register.remove": return [RegisterRemoveScenario()]
         case "register.memory": return [RegisterMemoryScenario()]
         case "threads.2-distinct": return [ThreadsScenario()]
+        case "chain.leaf-set": return ChainLeafSetScenario.depths.map { ChainLeafSetScenario(depth: $0) }
+        case let name where capabilityScenarios.contains(where: { $0.name == name }):
+            return capabilityScenarios.filter { $0.name == name }
         case "array.setup": return elementCounts.map { ArraySetupScenario(n: $0) }
         case "array.element-change": return elementCounts.map { ArrayElementChangeScenario(n: $0) }
         case "array.element-change-10": return elementCounts.map { ArrayElementChangeTenScenario(n: $0) }
