@@ -31,7 +31,7 @@ struct ObserveBench: ParsableCommand {
                            ids, then after.difference(from: before)
 
             Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
-            register.remove, register.memory, threads.2-distinct, the
+            register.remove, register.memory, the threads.2-* rows, the
             capability rows, and the array scenarios below at each
             --elements size):
               set.N               one property set with N inline observers
@@ -45,6 +45,13 @@ struct ObserveBench: ParsableCommand {
               threads.2-distinct  two threads each setting its own observed
                                   object vs one thread doing the same total
                                   work; speedup = throughput(2)/throughput(1)
+              threads.2-same-object
+                                  the same with both threads setting one object
+                                  (target: speedup >= 0.5, no collapse)
+              threads.2-observe-churn
+                                  one thread sets an observed property while
+                                  another observes/cancels on the same object
+                                  (ns per set)
               chain.leaf-set.2, chain.leaf-set.3 (or chain.leaf-set: both)
                                   set the leaf of an observed key path chain
                                   through optional links, depth 2 / 3

@@ -21,6 +21,8 @@ enum ScenarioCatalog {
         scenarios.append(RegisterRemoveScenario())
         scenarios.append(RegisterMemoryScenario())
         scenarios.append(ThreadsScenario())
+        scenarios.append(ThreadsSameObjectScenario())
+        scenarios.append(ThreadsObserveChurnScenario())
         scenarios.append(contentsOf: capabilityScenarios)
         for name in arrayScenarioNames {
             scenarios.append(contentsOf: try! parse(name, elementCounts: elementCounts))
@@ -45,7 +47,8 @@ enum ScenarioCatalog {
             switch self {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
-                    + "threads.2-distinct, " + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
+                    + "threads.2-distinct, threads.2-same-object, threads.2-observe-churn, "
+                    + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
                     + " (chain.leaf-set: both depths), " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
                     + " (or one of its rows, " + ScalingOperation.allCases.map { "\(ArrayOpsScalingScenario.family).\($0.rawValue)" }
                         .joined(separator: ", ") + "), array.mixed"
@@ -53,7 +56,7 @@ enum ScenarioCatalog {
         }
     }
 
-    /// Parses one name: `set.N`, `register.remove`, `register.memory`, `threads.2-distinct`, a
+    /// Parses one name: `set.N`, `register.remove`, `register.memory`, a `threads.2-*` row, a
     /// capability row (`chain.leaf-set` names both depths), or an array scenario (one instance per
     /// size in `elementCounts`).
     static func parse(_ name: String, elementCounts: [Int]) throws -> [any Scenario] {
@@ -62,6 +65,8 @@ enum ScenarioCatalog {
         case "register.remove": return [RegisterRemoveScenario()]
         case "register.memory": return [RegisterMemoryScenario()]
         case "threads.2-distinct": return [ThreadsScenario()]
+        case "threads.2-same-object": return [ThreadsSameObjectScenario()]
+        case "threads.2-observe-churn": return [ThreadsObserveChurnScenario()]
         case "chain.leaf-set": return ChainLeafSetScenario.depths.map { ChainLeafSetScenario(depth: $0) }
         case let name where capabilityScenarios.contains(where: { $0.name == name }):
             return capabilityScenarios.filter { $0.name == name }
