@@ -100,6 +100,11 @@ struct ObserveBench: ParsableCommand {
                                   min(256, N/8) ops so that the position
                                   index's periodic rebuilds are amortized in);
                                   targets: cost at 100k <= 3x cost at 1k
+              service.churn       20,000 persons; per tick 2,000 sets, 300
+                                  observes + 300 cancels, 100 tagged adds +
+                                  100 removes, 200 persons released + 200
+                                  created (ns per tick); vs naive and
+                                  observation
             Array sizes N: --elements (default 1000,10000,100000).
 
             How it measures: every operation is one call through an

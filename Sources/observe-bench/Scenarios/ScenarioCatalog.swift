@@ -30,6 +30,7 @@ enum ScenarioCatalog {
         // The service-shaped mix runs at one size in the default suite (its target is stated at
         // 50k; a --quick or --elements run with smaller arrays runs it at their largest size).
         scenarios.append(ArrayMixedScenario(n: min(ArrayMixedScenario.defaultCount, elementCounts.max() ?? 0)))
+        scenarios.append(ServiceChurnScenario())
         return scenarios
     }
 
@@ -51,7 +52,7 @@ enum ScenarioCatalog {
                     + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
                     + " (chain.leaf-set: both depths), " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
                     + " (or one of its rows, " + ScalingOperation.allCases.map { "\(ArrayOpsScalingScenario.family).\($0.rawValue)" }
-                        .joined(separator: ", ") + "), array.mixed"
+                        .joined(separator: ", ") + "), array.mixed, service.churn"
             }
         }
     }
@@ -67,6 +68,7 @@ enum ScenarioCatalog {
         case "threads.2-distinct": return [ThreadsScenario()]
         case "threads.2-same-object": return [ThreadsSameObjectScenario()]
         case "threads.2-observe-churn": return [ThreadsObserveChurnScenario()]
+        case "service.churn": return [ServiceChurnScenario()]
         case "chain.leaf-set": return ChainLeafSetScenario.depths.map { ChainLeafSetScenario(depth: $0) }
         case let name where capabilityScenarios.contains(where: { $0.name == name }):
             return capabilityScenarios.filter { $0.name == name }
