@@ -110,6 +110,10 @@ protocol Scenario: Sendable {
     var sizeLabel: String? { get }
     /// Lines printed under the scenario's table (how N is kept, what is verified, ...).
     var notes: [String] { get }
+    /// Impls that run the same code on this row, so that their figures differ by noise only (the
+    /// set rows: `c` and `swift` differ in the registry, which a set does not touch). The table
+    /// labels them as one path.
+    var sharedPath: [Impl] { get }
     /// Another scenario each impl's figure is also compared with, impl for impl (the capability
     /// rows: `set.1`, one set with one observer); printed under the table when it ran.
     var referenceScenario: String? { get }
@@ -150,6 +154,7 @@ extension Scenario {
     var sizeLabel: String? { nil }
     var notes: [String] { [] }
     var referenceScenario: String? { nil }
+    var sharedPath: [Impl] { [] }
     /// The name with the size, for progress lines.
     var label: String { sizeLabel.map { "\(name) \($0)" } ?? name }
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling {

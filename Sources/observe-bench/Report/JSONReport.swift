@@ -117,6 +117,7 @@ struct JSONReport {
         var pairs: [(String, JSON)] = [
             ("scenario", .string(row.scenario)),
             ("impl", .string(row.impl.rawValue)),
+            ("same_code_as", row.sameCodeAs.map { .string($0.rawValue) } ?? .null),
             ("n", .int(row.n)),
             ("ns_per_op_p50", .num(row.p50)),
             ("ns_per_op_p99", .num(row.p99)),

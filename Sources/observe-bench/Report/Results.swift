@@ -36,6 +36,8 @@ struct ResultRow {
     var twoThreadsOpsPerSecond: Double?
     var opsPerThread: Int?
     var warnings: [String]
+    /// The impl that runs the same code on this row (see `Scenario.sharedPath`), if any.
+    var sameCodeAs: Impl?
     /// Most cores other processes used during one of this row's repetitions, and in how many
     /// repetitions they used at least `Runner.disturbedCores`.
     var backgroundCoresMax: Double?
@@ -55,6 +57,8 @@ struct ResultRow {
         samples = Int(cell.histogram.totalCount)
         batch = cell.batch
         warnings = cell.warnings
+        let shared = cell.scenario.sharedPath
+        sameCodeAs = shared.contains(cell.impl) ? shared.first { $0 != cell.impl } : nil
         backgroundCoresMax = cell.backgroundCores.max()
         disturbedRepetitions = cell.backgroundCores.filter { $0 >= Runner.disturbedCores }.count
         backgroundMeasured = cell.backgroundCores.count
@@ -85,6 +89,9 @@ struct ResultRow {
             opsPerThread = cell.opsPerThread
         }
     }
+
+    /// The impl's name, with "(same code as X)" where another impl of the row runs the same code.
+    var implLabel: String { impl.rawValue + (sameCodeAs.map { " (same code as \($0.rawValue))" } ?? "") }
 
     /// The figure ratios are taken of: ns/op, or bytes for memory scenarios.
     var headline: Double? { kind == .memory ? bytesPerItem : median }

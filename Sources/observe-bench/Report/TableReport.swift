@@ -144,7 +144,7 @@ struct TableReport {
             if sized, let previousN, previousN != row.n { table.append(header.map { _ in "" }) }
             previousN = row.n
             let peerRow = scenario.peer.flatMap { peer in rows.first { $0.impl == peer && $0.n == row.n } }
-            var cells: [String] = [row.impl.rawValue]
+            var cells: [String] = [row.implLabel]
             if sized { cells.append(groupThousands(row.n)) }
             cells.append(row.median.map(formatNs) ?? "-")
             cells.append(row.spread.map { formatNs($0.min) + "–" + formatNs($0.max) } ?? "-")
@@ -223,7 +223,7 @@ struct TableReport {
         var table: [[String]] = [["impl", "1 thread ns/op", "2 threads ns/op", "speedup", "spread", "p50", "p99", "p999", "batch"]]
         for row in rows {
             table.append([
-                row.impl.rawValue,
+                row.implLabel,
                 row.oneThreadOpsPerSecond.map { formatNs(1e9 / $0) } ?? "-",
                 row.twoThreadsOpsPerSecond.map { formatNs(1e9 / $0) } ?? "-",
                 row.speedup.map { String(format: "%.2f×", $0) } ?? "-",
@@ -242,6 +242,16 @@ struct TableReport {
         guard let c = rows.first(where: { $0.impl == .c }) else { return nil }
         var parts: [String] = []
         for row in rows where row.impl != .c {
+            if c.sameCodeAs == row.impl {
+                // Identical code: say so rather than rank them; a gap is the machine, not the impl.
+                let a = scenario.kind == .threads ? c.speedup : c.median
+                let b = scenario.kind == .threads ? row.speedup : row.median
+                if let a, let b, a > 0, b > 0 {
+                    parts.append("the same code as \(row.impl.rawValue) (measured " + ratioString(max(a, b) / min(a, b))
+                                 + " apart)")
+                }
+                continue
+            }
             switch scenario.kind {
             case .latency:
                 guard let a = c.median, let b = row.median, a > 0, b > 0 else { continue }

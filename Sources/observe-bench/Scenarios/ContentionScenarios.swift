@@ -63,6 +63,7 @@ struct ThreadsSameObjectScenario: Scenario {
         "2 threads setting the same observed object (1 inline observer) vs 1 thread doing the same total work"
     }
     var impls: [Impl] { [.plain, .c, .swift, .naive] }
+    var sharedPath: [Impl] { [.c, .swift] }
     var notes: [String] {
         ["the object keeps its value in an Atomic<Int> and announces the change after the exchange (a stored "
          + "property set from two threads would be a data race); plain is that exchange alone, so its speedup is what "
@@ -71,7 +72,7 @@ struct ThreadsSameObjectScenario: Scenario {
          "target (c): speedup >= 0.5. Two threads on one object cannot scale — they take turns on the lines they "
          + "share (the value, the registrar's dispatch-cache word and reader count) — but together they must keep at "
          + "least half the one-thread throughput: a collapse below that means queueing (a lock, a retry loop), not "
-         + "the cost of a shared line, which plain shows."]
+         + "the cost of a shared line, which plain shows.", setPathNote]
     }
 
     func makeThreadFixture(_ impl: Impl, thread index: Int, _ config: RunConfig) -> Fixture {

@@ -3,6 +3,12 @@ import OpenCombine
 
 // MARK: - set.N
 
+/// Why `c` and `swift` read alike on the set rows (issue 11, item 6).
+let setPathNote = "c and swift time the same code here: a set reads the object's dispatch cache (Swift) and calls "
+    + "the handlers; the C registry is not on that path (only the same thread-depth counter call, for both). The "
+    + "backends differ where the registry works: observe and cancel (register.remove), memory per registration, "
+    + "rebuilding an object's dispatch cache after its registrations change, and the array rows."
+
 /// `set.N`: one setter call on an object whose property has N inline observers; each observer
 /// adds the new value to a counter (a side effect the compiler cannot drop). The values set come
 /// from a runtime seed and change on every operation.
@@ -23,6 +29,8 @@ struct SetScenario: Scenario {
     var chartFamily: ChartFamily? {
         ChartFamily(title: "set.N — one property set with N inline observers", xLabel: "observers (N)")
     }
+    var sharedPath: [Impl] { [.c, .swift] }
+    var notes: [String] { [setPathNote] }
 
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
         let sink = Sink()
@@ -254,6 +262,8 @@ struct ThreadsScenario: Scenario {
         "2 threads each setting its own object (1 inline observer) vs 1 thread doing the same total work"
     }
     var impls: [Impl] { [.plain, .c, .swift, .naive, .observation, .opencombine] }
+    var sharedPath: [Impl] { [.c, .swift] }
+    var notes: [String] { [setPathNote] }
 
     func makeThreadFixture(_ impl: Impl, thread index: Int, _ config: RunConfig) -> Fixture {
         // Same fixture as set.1 (plain: set.0), built on the calling thread.
