@@ -138,7 +138,7 @@ struct ObserveBench: ParsableCommand {
             observe, generating the edits — outside the clock), at least once
             per repetition.
 
-            A default run takes about a minute on 2 cores; --quick takes a few
+            A default run takes about two minutes on 2 cores; --quick takes a few
             seconds (its figures mean nothing). Progress goes to stderr, the
             table to stdout.
             """
