@@ -46,7 +46,11 @@ def main():
     print("| scenario (median ns per op) | " + " | ".join(impls) + " |")
     print("|---|" + "---:|" * len(impls))
     for scenario in ["set.0", "set.1", "set.10", "set.100", "register.remove", "register.memory",
-                     "threads.2-distinct"]:
+                     "threads.2-distinct", "threads.2-same-object", "threads.2-observe-churn",
+                     "chain.leaf-set.2", "chain.leaf-set.3", "chain.relink", "dependent.set", "stream.end-to-end",
+                     "binding.propagate", "binding.filter-map", "binding.reduce-2", "post", "service.churn"]:
+        if not any(s == scenario for (s, _, _) in rows):
+            continue
         cells = []
         for impl in impls:
             r = rows.get((scenario, 0, impl)) or next(
@@ -55,12 +59,15 @@ def main():
                 cells.append("")
             elif scenario == "register.memory":
                 cells.append(f"{r['bytes_per_item']:.0f}" if r.get("bytes_per_item") is not None else "")
-            elif scenario == "threads.2-distinct":
+            elif scenario in ("threads.2-distinct", "threads.2-same-object"):
                 cells.append(f"{r['speedup']:.2f}×" if r.get("speedup") is not None else "")
             else:
                 cells.append(fmt_ns(r["ns_per_op_median"]))
         label = {"register.memory": "`register.memory` (bytes per registration)",
-                 "threads.2-distinct": "`threads.2-distinct` (speedup, 2 threads / 1)"}.get(scenario, f"`{scenario}`")
+                 "threads.2-distinct": "`threads.2-distinct` (speedup, 2 threads / 1)",
+                 "threads.2-same-object": "`threads.2-same-object` (speedup, 2 threads / 1)",
+                 "threads.2-observe-churn": "`threads.2-observe-churn` (ns per set)",
+                 "service.churn": "`service.churn` (per tick)"}.get(scenario, f"`{scenario}`")
         print(f"| {label} | " + " | ".join(cells) + " |")
     print()
     array_impls = ["c", "swift", "per-element-naive", "scan", "observation", "opencombine", "diff", "plain"]
