@@ -135,7 +135,6 @@
 #define POS_MAX_LOAD_NUM 7u   /* grow when count would exceed capacity * 7/8 */
 #define POS_MAX_LOAD_DEN 8u
 #define POS_REBUILD_SLACK 4u  /* rebuild keeps a block up to 4x larger than needed */
-#define POS_REBUILD_PREFETCH 8u /* rebuild prefetches the home bucket this many entries ahead */
 #define POS_BUCKET_BYTES (sizeof(uint8_t) + sizeof(uint32_t))
 #define POS_LOG_CAPACITY 128u /* most block moves remembered before a rebuild is needed */
 #define POS_LOG_MIN 32u        /* ... and the fewest (small indexes: a rebuild is cheap) */
@@ -549,13 +548,6 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, u
     pos->count = 0;
     pos->log_count = 0;
     for (size_t i = 0; i < count; i++) {
-        /* The homes of a large index are cache misses in random order: ask for the bucket
-        ** POS_REBUILD_PREFETCH entries ahead while placing this one. */
-        if (i + POS_REBUILD_PREFETCH < count) {
-            const size_t ahead = home_of(pos, hash_of(pos, ring[(head + i + POS_REBUILD_PREFETCH) & mask]));
-            __builtin_prefetch(&pos->ctrl[ahead], 1);
-            __builtin_prefetch(&pos->slots[ahead], 1);
-        }
         const uint32_t slot = (uint32_t)((head + i) & mask);
         const uint64_t h = hash_of(pos, ring[slot]);
         place(pos, h, fingerprint_of(h), slot);
