@@ -210,6 +210,15 @@ struct ThreadsObserveChurnScenario: Scenario {
         let loop: PacedLoop
         let cancel: () -> Void
         let leftOn: () -> Int
+        /// The timed sets, the same for every impl (`set` is the impl's @inline(never) setter).
+        func sets<Counter>(_ counter: Counter, _ set: @escaping (Counter, Int) -> Void) -> (Int) -> Void {
+            { count in
+                for i in 0..<count { set(counter, base &+ i) }
+                expectedTotal &+= wrappingSum(from: base, count: count)
+                base &+= count
+                operations += count
+            }
+        }
         switch impl {
         case .c, .swift:
             let counter = KVOCounter(backend: backend(impl))
@@ -219,12 +228,7 @@ struct ThreadsObserveChurnScenario: Scenario {
                 let token = shared.value.observe(\.value) { _, change in churn.value.add(change.newValue!) }
                 token.cancel()
             }
-            runBatch = { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                expectedTotal &+= wrappingSum(from: base, count: count)
-                base &+= count
-                operations += count
-            }
+            runBatch = sets(counter, set)
             cancel = { token.cancel() }
             leftOn = { counter.observationCount }
         case .naive:
@@ -237,12 +241,7 @@ struct ThreadsObserveChurnScenario: Scenario {
                 }
                 token.cancel()
             }
-            runBatch = { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                expectedTotal &+= wrappingSum(from: base, count: count)
-                base &+= count
-                operations += count
-            }
+            runBatch = sets(counter, set)
             cancel = { token.cancel() }
             leftOn = { 0 }
         default:
