@@ -166,11 +166,15 @@ public struct ArrayChange<Element> {
         /// Prefix sums of run lengths (run r covers positions offsets[r] ..< offsets[r + 1]);
         /// empty for a change of at most one run.
         @usableFromInline internal let _offsets: [Int]
+        /// Old indices of modified elements, built once per `elements` for a change that mixes
+        /// modifications with structural runs (a batch); nil otherwise.
+        @usableFromInline internal let _keptMap: _KeptIndexMap?
         public let count: Int
 
         @inlinable
         init(_ change: ArrayChange<Element>) {
             _change = change
+            _keptMap = change.kind == .elementChanged ? nil : _KeptIndexMap(runs: change._runs)
             if change._runs.count <= 1 {
                 _offsets = []
                 count = change._runs.first?.length ?? 0
@@ -201,7 +205,7 @@ public struct ArrayChange<Element> {
                 runIndex = low
                 offset = position - _offsets[low]
             }
-            return _change._element(run: runIndex, offset: offset, position: position)
+            return _change._element(run: runIndex, offset: offset, position: position, keptMap: _keptMap)
         }
     }
 
@@ -209,7 +213,7 @@ public struct ArrayChange<Element> {
     /// change. Removal runs come first in canonical order, so a removal's position is also its
     /// ordinal among the removed values.
     @inlinable
-    internal func _element(run runIndex: Int, offset: Int, position: Int) -> ChangedElement {
+    internal func _element(run runIndex: Int, offset: Int, position: Int, keptMap: _KeptIndexMap?) -> ChangedElement {
         let run = _runs[runIndex]
         switch run.op {
         case .remove:
@@ -224,33 +228,9 @@ public struct ArrayChange<Element> {
                                   oldIndex: run.start + offset, newIndex: run.to + offset)
         case .modify:
             let new = run.start + offset
-            return ChangedElement(element: _snapshot.unsafelyUnwrapped[new], oldIndex: oldIndex(ofNewIndex: new),
-                                  newIndex: new)
+            return ChangedElement(element: _snapshot.unsafelyUnwrapped[new],
+                                  oldIndex: keptMap?.oldIndex(ofNewIndex: new) ?? new, newIndex: new)
         }
-    }
-
-    /// The old index of the element now at `newIndex`: a moved element's from its move run,
-    /// otherwise (neither inserted nor moved) shifted only by the removals and insertions before it.
-    @usableFromInline
-    internal func oldIndex(ofNewIndex newIndex: Int) -> Int {
-        if kind == .elementChanged { return newIndex }
-        // A modified element that also moved (a batch): its move run knows where it came from.
-        for run in _runs where run.op == .move && newIndex >= run.to && newIndex < run.to + run.length {
-            return run.start + (newIndex - run.to)
-        }
-        // Walk the structural runs: new = old - removedBefore + insertedBefore.
-        var gone = IndexRanges(), came = IndexRanges()
-        for run in _runs {
-            switch run.op {
-            case .remove: gone.add(run.start, run.length)
-            case .insert: came.add(run.start, run.length)
-            case .move: gone.add(run.start, run.length); came.add(run.to, run.length)
-            case .modify: break
-            }
-        }
-        // Position among the kept elements in new coordinates, then the same position in old.
-        let keptRank = newIndex - came.count(below: newIndex)
-        return gone.index(ofKeptRank: keptRank)
     }
 
     /// The change as the standard library's `CollectionDifference` (moves become associated
@@ -332,29 +312,86 @@ internal enum _RemovedValues<Element> {
     }
 }
 
-/// A sorted set of disjoint index ranges, for index arithmetic over runs.
-internal struct IndexRanges {
-    private var ranges: [(start: Int, length: Int)] = []
+/// Where the elements a change kept (neither inserted nor removed) came from: old index of the
+/// element now at a new index, in O(log runs) after one O(runs log runs) pass over the runs.
+/// For a change with no modify run there is nothing to ask, and `init` returns nil.
+@usableFromInline
+internal struct _KeptIndexMap {
+    /// Move runs by destination: (to, start, length).
+    private var _moves: [(to: Int, start: Int, length: Int)] = []
+    /// Old indices that left (removed, or moved away), as sorted disjoint ranges, and for each
+    /// range the number of old indices in the ranges before it.
+    private var _gone: [(start: Int, length: Int)] = []
+    private var _goneBefore: [Int] = []
+    /// New indices that arrived (inserted, or moved in), likewise.
+    private var _came: [(start: Int, length: Int)] = []
+    private var _cameBefore: [Int] = []
 
-    mutating func add(_ start: Int, _ length: Int) {
-        ranges.append((start, length))
-        ranges.sort { $0.start < $1.start }
-    }
-
-    /// How many indices in the set are below `index`.
-    func count(below index: Int) -> Int {
-        var n = 0
-        for r in ranges where r.start < index { n += min(r.length, index - r.start) }
-        return n
-    }
-
-    /// The index of the `rank`-th index (0-based) that is NOT in the set.
-    func index(ofKeptRank rank: Int) -> Int {
-        var index = rank
-        for r in ranges {
-            if r.start <= index { index += r.length } else { break }
+    @usableFromInline
+    init?(runs: [_ArrayRun]) {
+        guard runs.contains(where: { $0.op == .modify }) else { return nil }
+        for run in runs {
+            switch run.op {
+            case .remove: _gone.append((run.start, run.length))
+            case .insert: _came.append((run.start, run.length))
+            case .move:
+                _gone.append((run.start, run.length))
+                _came.append((run.to, run.length))
+                _moves.append((run.to, run.start, run.length))
+            case .modify: break
+            }
         }
-        return index
+        _gone.sort { $0.start < $1.start }
+        _came.sort { $0.start < $1.start }
+        _moves.sort { $0.to < $1.to }
+        _goneBefore = Self._prefixLengths(_gone)
+        _cameBefore = Self._prefixLengths(_came)
+    }
+
+    private static func _prefixLengths(_ ranges: [(start: Int, length: Int)]) -> [Int] {
+        var sums: [Int] = []
+        sums.reserveCapacity(ranges.count + 1)
+        var total = 0
+        for range in ranges {
+            sums.append(total)
+            total += range.length
+        }
+        sums.append(total)
+        return sums
+    }
+
+    /// How many of the first `count` indices satisfy `isBelow`, which holds for a prefix of
+    /// them (binary search).
+    private static func _prefixCount(_ count: Int, _ isBelow: (Int) -> Bool) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if isBelow(mid) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The old index of the kept element now at `newIndex`.
+    @usableFromInline
+    func oldIndex(ofNewIndex newIndex: Int) -> Int {
+        // A modified element that also moved: its move run knows where it came from.
+        let moves = Self._prefixCount(_moves.count) { _moves[$0].to <= newIndex }
+        if moves > 0, case let move = _moves[moves - 1], newIndex < move.to + move.length {
+            return move.start + (newIndex - move.to)
+        }
+        // Its rank among the kept elements in new coordinates (the arrivals before it skipped;
+        // every arrival range but the last one that starts below it lies wholly below it)...
+        let arrived = Self._prefixCount(_came.count) { _came[$0].start < newIndex }
+        var cameBelow = 0
+        if arrived > 0 {
+            let last = _came[arrived - 1]
+            cameBelow = _cameBefore[arrived - 1] + Swift.min(last.length, newIndex - last.start)
+        }
+        let rank = newIndex - cameBelow
+        // ...is its rank in old coordinates, departures skipped: it lies past departure range k
+        // exactly when `start - (lengths before k) <= rank`, which holds for a prefix of them.
+        let passed = Self._prefixCount(_gone.count) { _gone[$0].start - _goneBefore[$0] <= rank }
+        return rank + _goneBefore[passed]
     }
 }
 

@@ -3,6 +3,45 @@ import Testing
 
 @Suite("Observable arrays: batches")
 struct BatchTests {
+    @Test("every element a batch change lists sits at its old index before and its new index after",
+          arguments: ObservationBackend.allCases)
+    func batchElementsNameTheirIndices(backend: ObservationBackend) {
+        var rng = SplitMix(seed: 0xBA7C_0001)
+        let pool = (0..<400).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(pool[0..<200], backend: backend)
+        var spare = 200
+        var checked = 0
+        let token = array.observe(elementKeyPaths: [\.grade]) { _, _ in }
+        for round in 0..<40 {
+            let before = Array(array)
+            var changes: [ArrayChange<Student>] = []
+            let watcher = array.observe(elementKeyPaths: [\.grade]) { _, change in changes.append(change) }
+            array.performBatchUpdates { a in
+                for _ in 0..<20 {
+                    let n = a.count
+                    switch rng.below(5) {
+                    case 0 where spare < pool.count: a.insert(pool[spare], at: rng.below(n + 1)); spare += 1
+                    case 1 where n > 1: a.remove(at: rng.below(n))
+                    case 2 where n > 1: a.move(from: rng.below(n), to: rng.below(n))
+                    default: if n > 0 { a[rng.below(n)].grade = round }   // a modification
+                    }
+                }
+            }
+            watcher.cancel()
+            let after = Array(array)
+            #expect(changes.count <= 1)
+            for change in changes {
+                for element in change.elements {
+                    if let old = element.oldIndex { #expect(before[old] === element.element, "round \(round): old \(old)") }
+                    if let new = element.newIndex { #expect(after[new] === element.element, "round \(round): new \(new)") }
+                    checked += 1
+                }
+            }
+        }
+        token.cancel()
+        #expect(checked > 100)
+    }
+
     @Test("a batch is delivered once, coalesced, and maps old to new", arguments: ObservationBackend.allCases)
     func batchIsDeliveredOnce(backend: ObservationBackend) {
         let array = ObservableArray(Array(0..<10), backend: backend)
