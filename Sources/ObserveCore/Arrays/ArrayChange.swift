@@ -192,7 +192,8 @@ public struct ArrayChange<Element> {
 
         @inlinable
         public subscript(position: Int) -> ChangedElement {
-            precondition(position >= 0 && position < count, "ArrayChange.elements: index \(position) out of range")
+            _require(position >= 0 && position < count,
+                     "ArrayChange.elements: index \(position) out of range for count \(count)")
             var runIndex = 0
             var offset = position
             if !_offsets.isEmpty {

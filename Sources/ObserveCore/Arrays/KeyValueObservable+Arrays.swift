@@ -73,7 +73,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
                       delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
                       startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?,
                       handler: @escaping (Owner, ArrayChange<Element>) -> Void) -> ObservationToken {
-        precondition(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
+        _require(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
         let observation = _ArrayObservation(options: options, delivery: delivery, elementKeyPaths: elementKeyPaths,
                                             startTracking: startTracking, handler: handler)
         observation._lock.withLock {

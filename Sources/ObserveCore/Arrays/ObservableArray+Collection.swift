@@ -110,8 +110,9 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     public subscript(bounds: Range<Int>) -> Slice<ObservableArray<Element>> {
         get { Slice(base: self, bounds: bounds) }
         set {
-            precondition(newValue.count == bounds.count,
-                         "ObservableArray: a slice assignment must keep the slice's length")
+            _require(newValue.count == bounds.count,
+                     "ObservableArray: a slice assignment must keep the slice's length (\(bounds.count) elements, "
+                     + "not \(newValue.count))")
             replaceSubrange(bounds, with: Array(newValue))
         }
     }

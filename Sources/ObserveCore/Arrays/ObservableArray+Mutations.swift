@@ -399,7 +399,7 @@ extension ObservableArray {
     public func removeLast(_ k: Int) {
         _mutate {
             let old = _storage.count
-            precondition(k >= 0 && k <= old, "ObservableArray.removeLast: cannot remove \(k) of \(old) elements")
+            _require(k >= 0 && k <= old, "ObservableArray.removeLast: cannot remove \(k) of \(old) elements")
             guard k > 0 else { return nil }
             let removed = _removeElements((old - k)..<old, capture: _mustRecord)
             if _batch != nil { _batchRemoved(at: old - k, removed); return nil }
@@ -416,7 +416,7 @@ extension ObservableArray {
         // The emptiness check and the removal are one critical section (as in popLast): another
         // thread emptying the array in between cannot turn a valid call into an index trap.
         _mutate {
-            precondition(_storage.count > 0, "ObservableArray.removeFirst: the array is empty")
+            if _storage.count == 0 { _emptyArray("removeFirst") }
             let old = _storage.count
             let removed = _removeElements(0..<1, capture: true)
             result = removed[0]
@@ -429,7 +429,7 @@ extension ObservableArray {
 
     /// Removes the elements in `bounds`. Reports ``ArrayChange/Kind/remove``.
     public func removeSubrange(_ bounds: Range<Int>) {
-        replaceSubrange(bounds, with: EmptyCollection())
+        _replaceSubrange(bounds, with: EmptyCollection(), function: "removeSubrange")
     }
 
     /// Removes every element. Reports ``ArrayChange/Kind/remove`` with every old index (nothing
@@ -493,11 +493,17 @@ extension ObservableArray {
     /// - Complexity: O(`newElements.count`) when the lengths are equal (the elements are
     ///   overwritten in place); otherwise O(min(index, count - index)) element moves as well.
     public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
+        _replaceSubrange(bounds, with: newElements, function: "replaceSubrange")
+    }
+
+    /// `replaceSubrange`, with the public operation's name for its out-of-range message.
+    internal func _replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C, function: StaticString)
+    where C.Element == Element {
         let new = ContiguousArray(newElements)
         _mutate {
             let old = _storage.count
-            precondition(bounds.lowerBound >= 0 && bounds.upperBound <= old,
-                         "ObservableArray.replaceSubrange: range \(bounds) out of range for count \(old)")
+            _require(bounds.lowerBound >= 0 && bounds.upperBound <= old,
+                     "ObservableArray.\(function): range \(bounds) out of range for count \(old)")
             if bounds.isEmpty && new.isEmpty { return nil }
             if bounds.count == new.count && (0..<new.count).allSatisfy({ _identical(_storage[bounds.lowerBound + $0], new[$0]) }) {
                 return nil   // replacing elements with themselves changes nothing
@@ -585,7 +591,7 @@ extension ObservableArray {
     public func move<S: Sequence<Int>>(fromOffsets offsets: S, toOffset destination: Int) {
         let source = Set(offsets)
         _reorder { count in
-            precondition(source.allSatisfy { $0 >= 0 && $0 < count } && destination >= 0 && destination <= count,
+            _require(source.allSatisfy { $0 >= 0 && $0 < count } && destination >= 0 && destination <= count,
                          "ObservableArray.move(fromOffsets:toOffset:): offsets out of range for count \(count)")
             let before = (0..<destination).filter { !source.contains($0) }
             let after = (destination..<count).filter { !source.contains($0) }

@@ -137,7 +137,7 @@ extension ObservableArray {
                                         startTracking: ((Set<UInt32>) -> Void)?,
                                         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
     -> _ArrayRegistration<Element>? {
-        precondition(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
+        _require(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
         var keyIDs: [UInt32] = []
         for keyPath in elementKeyPaths {
             let id = _KeyTable.shared.id(for: keyPath)

@@ -44,7 +44,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     @inlinable @inline(__always) var isContiguous: Bool { head &+ count <= capacity }
 
     static func _roundUp(_ n: Int) -> Int {
-        precondition(n <= 1 << 32, "ObservableArray: more than 2^32 elements")
+        _require(n <= 1 << 32, "ObservableArray: more than 2^32 elements")
         var c = 1
         while c < n { c <<= 1 }
         return c

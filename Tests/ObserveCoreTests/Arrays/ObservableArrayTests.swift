@@ -337,4 +337,26 @@ struct ObservableArrayTests {
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("ObservableArray.subscript: index 5 out of range for count 2"))
     }
+
+    @Test("misuse messages name the operation, in release builds too")
+    func misuseMessages() async {
+        let removeSubrange = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let array = ObservableArray([1, 2], backend: .c)
+            array.removeSubrange(1..<5)
+        }
+        let removeSubrangeMessage = String(decoding: removeSubrange?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(removeSubrangeMessage.contains("ObservableArray.removeSubrange: range 1..<5 out of range for count 2"))
+        let removeLast = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let array = ObservableArray([1, 2], backend: .swift)
+            array.removeLast(3)
+        }
+        let removeLastMessage = String(decoding: removeLast?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(removeLastMessage.contains("ObservableArray.removeLast: cannot remove 3 of 2 elements"))
+        let removeFirst = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let array = ObservableArray<Int>(backend: .c)
+            array.removeFirst()
+        }
+        let removeFirstMessage = String(decoding: removeFirst?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(removeFirstMessage.contains("ObservableArray.removeFirst: the array is empty"))
+    }
 }
