@@ -88,21 +88,17 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         _mutate {
             _checkIndex(position, "subscript")
             if _identical(_storage[position], newValue) { return nil }
-            return _recordReplace(at: position, old: _replaceElement(at: position, with: newValue))
+            let old = _replaceElement(at: position, with: newValue)
+            if let batch = _batch {
+                _batchRemoved(at: position, [old])
+                batch.composer.insert(at: position, count: 1)
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
+                                             _ArrayRun(.insert, start: position, length: 1)],
+                            removed: .values([old]), oldCount: _storage.count)
         }
-    }
-
-    /// Records that the element at `position`, formerly `old`, was replaced (lock held).
-    private func _recordReplace(at position: Int, old: Element) -> _PendingArrayNotification<Element>? {
-        if let batch = _batch {
-            _batchRemoved(at: position, [old])
-            batch.composer.insert(at: position, count: 1)
-            return nil
-        }
-        guard _mustRecord else { return nil }
-        return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
-                                         _ArrayRun(.insert, start: position, length: 1)],
-                        removed: .values([old]), oldCount: _storage.count)
     }
 
     /// A slice of the array. Assigning a slice of the same length replaces those elements

@@ -56,14 +56,7 @@ extension ObservableArray {
     /// moving the shorter side.
     private func _openGap(at index: Int, count k: Int) {
         _ensureCapacity(k)
-        let ring = _storage, n = ring.count
-        if index < n - index {
-            _shift(from: 0, to: -k, count: index)
-            ring.head = (ring.head &- k) & ring.mask
-        } else {
-            _shift(from: index, to: index + k, count: n - index)
-        }
-        ring.count = n + k
+        _storage.openGap(at: index, count: k) { _shift(from: $0, to: $1, count: $2) }
     }
 
     /// Inserts one element at logical `index` (what `_insertElements` does, without a generic
@@ -100,7 +93,7 @@ extension ObservableArray {
     /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.
     @discardableResult
     internal func _removeElements(_ range: Range<Int>, capture: Bool) -> ContiguousArray<Element> {
-        let ring = _storage, n = ring.count, k = range.count
+        let ring = _storage, k = range.count
         var removed = ContiguousArray<Element>()
         guard k > 0 else { return removed }
         _tracker?.leave(indices: range, ring: ring)
@@ -109,13 +102,7 @@ extension ObservableArray {
             let pointer = ring.base + ring.slot(i)
             if capture { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
         }
-        if range.lowerBound < n - range.upperBound {
-            _shift(from: 0, to: k, count: range.lowerBound)
-            ring.head = (ring.head &+ k) & ring.mask
-        } else {
-            _shift(from: range.upperBound, to: range.lowerBound, count: n - range.upperBound)
-        }
-        ring.count = n - k
+        ring.closeGap(range) { _shift(from: $0, to: $1, count: $2) }
         return removed
     }
 
@@ -268,15 +255,8 @@ extension ObservableArray {
         if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
             let ring = _storage
             if _slowPath(index < 0 || index > ring.count) { _indexOutOfRange("insert", index, ring.count) }
-            // Open a gap at `index`, moving the shorter side.
-            if index < ring.count - index {
-                ring.moveLogical(from: 0, to: -1, count: index)
-                ring.head = (ring.head &- 1) & ring.mask
-            } else {
-                ring.moveLogical(from: index, to: index + 1, count: ring.count - index)
-            }
+            ring.openGap(at: index, count: 1) { ring.moveLogical(from: $0, to: $1, count: $2) }
             (ring.base + ring.slot(index)).initialize(to: element)
-            ring.count &+= 1
             _lock.unlock()
             return
         }
@@ -321,14 +301,7 @@ extension ObservableArray {
             let ring = _storage
             if _slowPath(index < 0 || index >= ring.count) { _indexOutOfRange("remove(at:)", index, ring.count) }
             let element = (ring.base + ring.slot(index)).move()
-            // Close the gap, moving the shorter side.
-            if index < ring.count - 1 - index {
-                ring.moveLogical(from: 0, to: 1, count: index)
-                ring.head = (ring.head &+ 1) & ring.mask
-            } else {
-                ring.moveLogical(from: index + 1, to: index, count: ring.count - 1 - index)
-            }
-            ring.count &-= 1
+            ring.closeGap(index..<(index + 1)) { ring.moveLogical(from: $0, to: $1, count: $2) }
             _lock.unlock()
             return element
         }
@@ -573,10 +546,8 @@ extension ObservableArray {
     public func move(from: Int, to: Int) {
         _mutate {
             let count = _storage.count
-            if !(from >= 0 && from < count && to >= 0 && to < count) {
-                // fatalError, not precondition: the message must survive -O builds.
-                fatalError("ObservableArray.move: indices \(from) -> \(to) out of range for count \(count)")
-            }
+            _require(from >= 0 && from < count && to >= 0 && to < count,
+                     "ObservableArray.move: indices \(from) -> \(to) out of range for count \(count)")
             guard from != to else { return nil }
             _moveElement(from: from, to: to)
             if let batch = _batch { batch.composer.move(from: from, to: to); return nil }
@@ -630,9 +601,7 @@ extension ObservableArray {
     /// The storage to sort a copy of, and whether nobody observes the array (no change to report).
     @usableFromInline
     internal func _sortingSnapshot() -> (_RingBuffer<Element>, quiet: Bool) {
-        _lock.withLock {
-            (_storage, _tracker == nil && _batch == nil && kvoRegistrar._observedMask.load(ordering: .relaxed) == 0)
-        }
+        _lock.withLock { (_storage, _isQuiet) }
     }
 
     /// Makes `sorted` the storage if the array is still `snapshot` and still unobserved; false
@@ -640,8 +609,7 @@ extension ObservableArray {
     @usableFromInline
     internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: consuming _RingBuffer<Element>) -> Bool {
         _lock.lock()
-        guard _storage === snapshot, _tracker == nil, _batch == nil,
-              kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 else {
+        guard _storage === snapshot, _isQuiet else {
             _lock.unlock()
             return false
         }

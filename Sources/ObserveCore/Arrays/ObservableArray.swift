@@ -103,8 +103,14 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// compares; everything else takes the general path.
     @inlinable @inline(__always)
     internal var _isQuietAndUnique: Bool {
+        _isQuiet && isKnownUniquelyReferenced(&_storage)
+    }
+
+    /// Nobody observes the array, no element is tracked and no batch is open: a mutation has
+    /// nothing to report (lock held).
+    @inlinable @inline(__always)
+    internal var _isQuiet: Bool {
         _tracker == nil && _batch == nil && kvoRegistrar._observedMask.load(ordering: .relaxed) == 0
-            && isKnownUniquelyReferenced(&_storage)
     }
 
     // MARK: Reading

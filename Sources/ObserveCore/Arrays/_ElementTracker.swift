@@ -185,21 +185,16 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
             runs.append(_ArrayRun(.modify, start: (Int(slot) &- ring.head) & ring.mask, length: 1))
             return true
         }
+        // Absent, or present several times (singleSlot answers for an element present once).
         _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
-        switch _slots.count {
-        case 0:
-            return false
-        case 1:
-            runs.append(_ArrayRun(.modify, start: (Int(_slots[0]) &- ring.head) & ring.mask, length: 1))
-        default:
-            // Slots become indices in place and are sorted in place: no temporary arrays.
-            for k in _slots.indices { _slots[k] = UInt32(truncatingIfNeeded: (Int(_slots[k]) &- ring.head) & ring.mask) }
-            _slots.sort()
-            for slot in _slots {
-                let index = Int(slot)
-                if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
-                else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
-            }
+        if _slots.isEmpty { return false }
+        // Slots become indices in place and are sorted in place: no temporary arrays.
+        for k in _slots.indices { _slots[k] = UInt32(truncatingIfNeeded: (Int(_slots[k]) &- ring.head) & ring.mask) }
+        _slots.sort()
+        for slot in _slots {
+            let index = Int(slot)
+            if let last = runs.last, last.start + last.length == index { runs[runs.count - 1].length += 1 }
+            else { runs.append(_ArrayRun(.modify, start: index, length: 1)) }
         }
         return true
     }

@@ -30,19 +30,7 @@ internal final class _ElementTrackers: @unchecked Sendable {
     }
 
     func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
-        let bucket = Int(keyID & 31)
-        _lock.lock()
-        if _buckets[bucket].count == 1 {
-            // The usual case, one tracking array: no copy of the bucket (a retain and a release).
-            let tracker = _buckets[bucket][0]
-            _lock.unlock()
-            if tracker.tracks(keyID) {
-                tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
-            }
-            return
-        }
-        let trackers = _buckets[bucket]
-        _lock.unlock()
+        let trackers = _lock.withLock { _buckets[Int(keyID & 31)] }
         for tracker in trackers where tracker.tracks(keyID) {
             tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
         }

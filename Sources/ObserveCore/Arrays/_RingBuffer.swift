@@ -27,17 +27,18 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     }
 
     deinit {
-        _forEachRun { start, length in (base + start).deinitialize(count: length) }
+        _forEachRun { start, length, _ in (base + start).deinitialize(count: length) }
         base.deallocate()
     }
 
-    /// Calls `body(firstSlot, length)` for the at most two runs of slots that hold the contents,
-    /// in logical order: from the head to the end of the allocation, then from its start.
+    /// Calls `body(firstSlot, length, firstIndex)` for the at most two runs of slots that hold
+    /// the contents, in logical order: from the head to the end of the allocation, then from its
+    /// start. `firstIndex` is the logical index of the run's first element.
     @inline(__always)
-    private func _forEachRun(_ body: (Int, Int) -> Void) {
+    private func _forEachRun(_ body: (Int, Int, Int) -> Void) {
         let firstRun = Swift.min(count, capacity - head)
-        if firstRun > 0 { body(head, firstRun) }
-        if count > firstRun { body(0, count - firstRun) }
+        if firstRun > 0 { body(head, firstRun, 0) }
+        if count > firstRun { body(0, count - firstRun, firstRun) }
     }
 
     /// Whether the contents occupy consecutive slots (`base + head ..< base + head + count`).
@@ -65,7 +66,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         copy.base = .allocate(capacity: max(capacity, 1))
         copy.head = head
         copy.count = count
-        _forEachRun { start, length in (copy.base + start).initialize(from: base + start, count: length) }
+        _forEachRun { start, length, _ in (copy.base + start).initialize(from: base + start, count: length) }
         return copy
     }
 
@@ -74,11 +75,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     @usableFromInline
     func contiguousCopy() -> _RingBuffer<Element> {
         let copy = _RingBuffer(capacity: capacity)
-        var done = 0
-        _forEachRun { start, length in
-            (copy.base + done).initialize(from: base + start, count: length)
-            done += length
-        }
+        _forEachRun { start, length, index in (copy.base + index).initialize(from: base + start, count: length) }
         copy.count = count
         return copy
     }
@@ -103,11 +100,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     func grow(to minimumCapacity: Int) {
         let newCapacity = max(4, Self._roundUp(max(minimumCapacity, capacity * 2)))
         let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
-        var done = 0
-        _forEachRun { start, length in
-            (newBase + done).moveInitialize(from: base + start, count: length)
-            done += length
-        }
+        _forEachRun { start, length, index in (newBase + index).moveInitialize(from: base + start, count: length) }
         base.deallocate()
         base = newBase
         capacity = newCapacity
@@ -147,6 +140,34 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         }
     }
 
+    /// Opens `k` uninitialised slots at logical `index` (the count grows by `k`), moving the
+    /// shorter side with `move(from, to, count)` (logical indices, as `moveLogical`; the array's
+    /// general path passes a move that also keeps its position index right).
+    @inlinable @inline(__always)
+    func openGap(at index: Int, count k: Int, moving move: (Int, Int, Int) -> Void) {
+        if index < count - index {
+            move(0, -k, index)
+            head = (head &- k) & mask
+        } else {
+            move(index, index + k, count - index)
+        }
+        count &+= k
+    }
+
+    /// Closes the gap of the already vacated slots at logical `range` (the count shrinks by its
+    /// length), moving the shorter side with `move(from, to, count)`, as `openGap` does.
+    @inlinable @inline(__always)
+    func closeGap(_ range: Range<Int>, moving move: (Int, Int, Int) -> Void) {
+        let k = range.count
+        if range.lowerBound < count - range.upperBound {
+            move(0, k, range.lowerBound)
+            head = (head &+ k) & mask
+        } else {
+            move(range.upperBound, range.lowerBound, count - range.upperBound)
+        }
+        count &-= k
+    }
+
     /// The element addresses of the slots, for the position index (class elements only).
     @inline(__always) var addresses: UnsafePointer<UInt> {
         UnsafeRawPointer(base).assumingMemoryBound(to: UInt.self)
@@ -155,10 +176,8 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     /// The elements in logical order.
     func elements() -> ContiguousArray<Element> {
         ContiguousArray(unsafeUninitializedCapacity: count) { buffer, initialized in
-            var done = 0
-            _forEachRun { start, length in
-                (buffer.baseAddress! + done).initialize(from: base + start, count: length)
-                done += length
+            _forEachRun { start, length, index in
+                (buffer.baseAddress! + index).initialize(from: base + start, count: length)
             }
             initialized = count
         }
@@ -166,7 +185,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
 
     /// Replaces all contents with `elements` (capacity kept when it suffices).
     func replaceAll<C: Collection>(with elements: C) where C.Element == Element {
-        _forEachRun { start, length in (base + start).deinitialize(count: length) }
+        _forEachRun { start, length, _ in (base + start).deinitialize(count: length) }
         count = 0
         head = 0
         let n = elements.count

@@ -97,14 +97,8 @@ internal final class _Shard: @unchecked Sendable {
     func removeFromGroup(_ registration: _AnyRegistration) -> Bool {
         let slot = registration._slot
         let index = Int(slot)
-        if _groups[index].count == 1 {
-            // The usual group, one registration: no search, no element shifting.
-            if _slowPath(_groups[index][0] !== registration) { _missingFromGroup() }
-            _groups[index].removeLast()   // keeps the buffer (removeAll(keepingCapacity:) costs 8x more)
-        } else {
-            guard let position = _groups[index].firstIndex(where: { $0 === registration }) else { _missingFromGroup() }
-            _groups[index].remove(at: position)
-        }
+        guard let position = _groups[index].firstIndex(where: { $0 === registration }) else { _missingFromGroup() }
+        _groups[index].remove(at: position)   // keeps the buffer for the next group in this slot
         registration._cancelled.store(true, ordering: .releasing)
         guard _groups[index].isEmpty else { return false }
         let removed = _table.remove(object: registration.objectAddress, key: registration.keyID,
