@@ -254,7 +254,7 @@ extension ObservableArray where Element: KeyValueObservable {
 extension ObservableArray {
     /// Called by the tracker when a property of `element` changed.
     internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
-                                    oldValue: Any, newValue: Any) {
+                                    oldValue: () -> Any, newValue: () -> Any) {
         // The box is held only by `boxObject` across the calls below (each downcast is a
         // temporary), so that `_recycle` finds it uniquely referenced when no handler kept it.
         var boxObject = _takeChangeBox()
@@ -270,7 +270,8 @@ extension ObservableArray {
     /// Under the array's lock: fills `box` with the element change and enters a read section on
     /// the observers that want it; nil (lock released, no section held) when nobody does.
     private func _prepareElementChange(_ box: _ArrayChangeBox<Element>, tracker: _AnyElementTracker<Element>,
-                                       keyID: UInt32, element: Element, oldValue: Any, newValue: Any)
+                                       keyID: UInt32, element: Element, oldValue: () -> Any,
+                                       newValue: () -> Any)
     -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
         _lock.lock()
         defer { _lock.unlock() }
@@ -311,7 +312,7 @@ extension ObservableArray {
             return nil
         }
         box.fillElementChange(snapshot: _storage, keyID: keyID, keyPath: { tracker.keyPath(for: keyID) },
-                              oldValue: wantsOld ? Optional(oldValue) : nil, newValue: wantsNew ? Optional(newValue) : nil)
+                              oldValue: wantsOld ? oldValue() : nil, newValue: wantsNew ? newValue() : nil)
         return (cache, range)
     }
 

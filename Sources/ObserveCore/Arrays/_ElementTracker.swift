@@ -208,7 +208,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
     }
 
-    override func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
+    override func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {
         guard let array else { return }
         // The key id fixes the element type: key ids are interned per key path, and a key path's
         // root is the `Element` of the arrays that track it.

@@ -29,10 +29,15 @@ internal final class _ElementTrackers: @unchecked Sendable {
         }
     }
 
-    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {
+    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {
+        // The copy keeps its trackers alive: each is then used without a retain of its own.
         let trackers = _lock.withLock { _buckets[Int(keyID & 31)] }
-        for tracker in trackers where tracker.tracks(keyID) {
-            tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+        for index in trackers.indices {
+            Unmanaged.passUnretained(trackers[index])._withUnsafeGuaranteedRef { tracker in
+                if tracker.tracks(keyID) {
+                    tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+                }
+            }
         }
     }
 }
@@ -48,5 +53,5 @@ internal class _ElementTrackerBase: @unchecked Sendable {
 
     final func keyPath(for keyID: UInt32) -> AnyKeyPath? { keys.first { $0.id == keyID }?.keyPath }
 
-    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: Any, newValue: Any) {}
+    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {}
 }

@@ -120,16 +120,17 @@ public final class KeyValueRegistrar: @unchecked Sendable {
                                                                    _ object: Root, _ oldValue: Value, _ newValue: Value) {
         let key = key()
         if mask & key._memberBit != 0 {
-            _notifyArrays(key._id, object, oldValue, newValue)
+            _notifyArrays(key._id, object, { oldValue }, { newValue })
         }
         if mask & key._bit != 0 {
             _notify(key, object, oldValue, newValue)
         }
     }
 
-    /// Tells the observed arrays holding `object` that its property `keyID` changed.
+    /// Tells the observed arrays holding `object` that its property `keyID` changed. The values
+    /// are boxed as `Any` only for an observer that asked for them (`.old`, `.new`).
     @usableFromInline @inline(never)
-    internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ oldValue: Any, _ newValue: Any) {
+    internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ oldValue: () -> Any, _ newValue: () -> Any) {
         _ElementTrackers.shared.elementDidChange(keyID: keyID, element: object, oldValue: oldValue, newValue: newValue)
     }
 
