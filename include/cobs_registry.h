@@ -97,12 +97,13 @@ typedef struct cobs_allocator {
 
 /// Statistics for tests and benchmarks. `max_displacement` is the longest distance (in slots)
 /// from an entry's home bucket to where it sits: the worst probe length a lookup can take.
+/// The hash seed is deliberately not reported (here or by `cobs_registry_dump`): a client that
+/// could read it could compute addresses that all share one home bucket and flood the table.
 typedef struct cobs_registry_stats {
     size_t count;             /* entries stored */
     size_t capacity;          /* buckets (a power of two) */
     size_t max_displacement;  /* longest home-to-position distance of any entry */
     size_t total_displacement;/* sum of all distances (mean = total / count) */
-    uint64_t seed;            /* the hash seed in use */
 } cobs_registry_stats;
 
 /* ------------------------------------------------------------------------------------------- */

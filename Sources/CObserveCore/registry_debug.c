@@ -25,7 +25,6 @@ cobs_status cobs_registry_stats_get(const cobs_registry *reg, cobs_registry_stat
     out->capacity = reg->capacity;
     out->max_displacement = max_displacement;
     out->total_displacement = total_displacement;
-    out->seed = reg->seed;
     return COBS_OK;
 }
 
@@ -176,8 +175,8 @@ void cobs_registry_dump(const cobs_registry *reg, FILE *stream) {
         return;
     }
     fprintf(stream,
-            "cobs_registry %p: count %zu, capacity %zu (max load %zu), seed 0x%016" PRIx64 "\n",
-            (const void *)reg, reg->count, reg->capacity, max_load_of(reg->capacity), reg->seed);
+            "cobs_registry %p: count %zu, capacity %zu (max load %zu)\n",
+            (const void *)reg, reg->count, reg->capacity, max_load_of(reg->capacity));
     for (size_t i = 0; i < reg->capacity; i++) {
         const uint8_t c = reg->ctrl[i];
         if (c == COBS_CTRL_EMPTY) {
