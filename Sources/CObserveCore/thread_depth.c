@@ -36,3 +36,13 @@ uint32_t cobs_thread_depth_leave(void) {
     if (depth != 0) depth--; /* never below 0, even for an unbalanced leave */
     return depth;
 }
+
+uint32_t cobs_thread_depth_get(void) {
+    return depth;
+}
+
+uint32_t cobs_thread_depth_exchange(uint32_t new_depth) {
+    const uint32_t previous = depth;
+    depth = new_depth;
+    return previous;
+}

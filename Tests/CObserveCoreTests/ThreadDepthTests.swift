@@ -22,6 +22,20 @@ final class ThreadDepthTests: XCTestCase {
         XCTAssertEqual(cobs_thread_depth_leave(), 0)
     }
 
+    func testExchangeSetsTheDepthAndReturnsThePreviousOne() {
+        XCTAssertEqual(cobs_thread_depth_get(), 0)
+        XCTAssertEqual(cobs_thread_depth_enter(), 1)
+        // A queued delivery runs at the depth its change was announced at...
+        XCTAssertEqual(cobs_thread_depth_exchange(40), 1)
+        XCTAssertEqual(cobs_thread_depth_get(), 40)
+        XCTAssertEqual(cobs_thread_depth_enter(), 41, "a change announced inside it nests one deeper")
+        XCTAssertEqual(cobs_thread_depth_leave(), 40)
+        // ... and the thread gets its own depth back afterwards.
+        XCTAssertEqual(cobs_thread_depth_exchange(1), 40)
+        XCTAssertEqual(cobs_thread_depth_leave(), 0)
+        XCTAssertEqual(cobs_thread_depth_get(), 0)
+    }
+
     func testEachThreadHasItsOwnDepth() {
         // The test thread sits at depth 2 while other threads count independently.
         XCTAssertEqual(cobs_thread_depth_enter(), 1)

@@ -125,9 +125,10 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             _handler(owner, change)
         case .queue(let queue):
             let work = _UncheckedSendable((self, owner, change))
+            let depth = _ThreadDepth.current
             queue.async {
                 let (observation, owner, change) = work.value
-                if !observation.isCancelled { observation._handler(owner, change) }
+                if !observation.isCancelled { _ThreadDepth.withDepth(depth) { observation._handler(owner, change) } }
             }
         }
     }

@@ -72,6 +72,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
         if let queue = _queue {
             let work = _UncheckedSendable((self, array, change))
             let hadObserver = hasObserver
+            let depth = _ThreadDepth.current
             queue.async {
                 let (registration, array, change) = work.value
                 if registration.isCancelled { return }
@@ -80,7 +81,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
                     guard let alive = registration._observer else { return }
                     observer = alive
                 }
-                registration.handler(array, observer, change)
+                _ThreadDepth.withDepth(depth) { registration.handler(array, observer, change) }
             }
         } else {
             handler(array, observer, change)

@@ -220,9 +220,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         _ThreadDepth.leave()
         let name = _KeyTable.shared.keyPath(for: keyID).map { "\($0)" } ?? "key #\(keyID)"
         ObservationRuntime._reportRunawayRecursion(
-            "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) levels deep on one "
-            + "thread (limit \(limit)). An observer keeps re-triggering "
-            + "the change it observes; the notification at this depth was dropped.")
+            "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) notifications deep "
+            + "(limit \(limit); a queued delivery counts as one level deeper than the change that queued it). "
+            + "An observer keeps re-triggering the change it observes; the notification at this depth was dropped.")
         return false
     }
 

@@ -32,9 +32,11 @@ public enum ObservationRuntime {
         fatalError(message)
     }
 
-    /// How deep notifications may nest on one thread (a handler that sets an observed property
-    /// notifies its observers from inside the first notification). Beyond it ObserveCore reports
-    /// runaway recursion through ``runawayRecursionHandler``. Default 64.
+    /// How deep notifications may nest (a handler that sets an observed property notifies its
+    /// observers from inside the first notification). A delivery on a queue counts one level
+    /// deeper than the change that queued it, so a handler that re-triggers itself through a
+    /// queue is caught too. Beyond it ObserveCore reports runaway recursion through
+    /// ``runawayRecursionHandler``. Default 64.
     public static var maximumNotificationDepth: UInt32 {
         get { _maximumDepth.load(ordering: .relaxed) }
         set {

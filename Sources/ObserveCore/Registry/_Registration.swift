@@ -110,15 +110,18 @@ internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, 
             return
         }
         let work = _UncheckedSendable((self, object, change))
+        let depth = _ThreadDepth.current
         _queue.unsafelyUnwrapped.async {
             let (registration, object, change) = work.value
             if registration.isCancelled { return }
-            if registration.hasObserver {
-                // Never messages an observer that died while the change waited in the queue.
-                guard let observer = registration._observer else { return }
-                unsafeDowncast(registration, to: _ObserverRegistration<Root, Value>.self)._handler(observer, object, change)
-            } else {
-                unsafeDowncast(registration, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
+            _ThreadDepth.withDepth(depth) {
+                if registration.hasObserver {
+                    // Never messages an observer that died while the change waited in the queue.
+                    guard let observer = registration._observer else { return }
+                    unsafeDowncast(registration, to: _ObserverRegistration<Root, Value>.self)._handler(observer, object, change)
+                } else {
+                    unsafeDowncast(registration, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
+                }
             }
         }
     }

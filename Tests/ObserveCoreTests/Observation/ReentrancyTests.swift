@@ -1,3 +1,4 @@
+import Dispatch
 import ObserveCore
 import Synchronization
 import Testing
@@ -93,5 +94,74 @@ struct ReentrancyTests {
         person.name = "ok"
         #expect(calls == 33)
         again.cancel()
+    }
+
+    /// Runs `body` with the runaway-recursion handler collecting messages (and signalling
+    /// `reported`) and the depth limit at `limit`; restores both.
+    private func withRecursionLimit(_ limit: UInt32, _ body: (_ messages: borrowing Mutex<[String]>, _ reported: DispatchSemaphore) -> Void) {
+        let messages = Mutex<[String]>([])
+        let reported = DispatchSemaphore(value: 0)
+        let savedHandler = ObservationRuntime.runawayRecursionHandler
+        let savedDepth = ObservationRuntime.maximumNotificationDepth
+        ObservationRuntime.runawayRecursionHandler = { message in
+            messages.withLock { $0.append(message) }
+            reported.signal()
+        }
+        ObservationRuntime.maximumNotificationDepth = limit
+        defer {
+            ObservationRuntime.runawayRecursionHandler = savedHandler
+            ObservationRuntime.maximumNotificationDepth = savedDepth
+        }
+        body(messages, reported)
+    }
+
+    @Test("runaway recursion through queue delivery is caught: each queued round counts one level",
+          arguments: ObservationBackend.allCases)
+    func runawayRecursionThroughAQueueIsCaught(backend: ObservationBackend) {
+        withRecursionLimit(16) { messages, reported in
+            let person = Person(backend)
+            let queue = DispatchQueue(label: "runaway")
+            let calls = Mutex(0)
+            let token = person.observe(\.age, delivery: .queue(queue)) { person, _ in
+                calls.withLock { $0 += 1 }
+                person.age += 1        // re-triggers itself forever, one queue hop at a time
+            }
+            person.age = 1
+            // Without detection this loops forever; with it, the loop stops at the limit.
+            #expect(reported.wait(timeout: .now() + 10) == .success, "the queue loop was never reported")
+            queue.sync {}   // the round that hit the limit has returned
+            let callsAtReport = calls.withLock { $0 }
+            #expect(callsAtReport == 16)   // rounds at depths 1...16; the set in round 16 (depth 17) was dropped
+            queue.sync {}
+            #expect(calls.withLock { $0 } == callsAtReport, "the loop went on after the report")
+            let reported = messages.withLock { $0 }
+            #expect(reported.count == 1)
+            #expect(reported.first?.contains("runaway recursion") == true)
+            #expect(reported.first?.contains("Person") == true)
+            #expect(reported.first?.contains("limit 16") == true)
+            token.cancel()
+            // Queued deliveries left this thread's depth alone: a fresh change notifies normally.
+            var again = 0
+            let inline = person.observe(\.name) { _, _ in again += 1 }
+            person.name = "ok"
+            #expect(again == 1)
+            inline.cancel()
+        }
+    }
+
+    @Test("an array observer that mutates its array through a queue is caught the same way",
+          arguments: ObservationBackend.allCases)
+    func runawayArrayRecursionThroughAQueueIsCaught(backend: ObservationBackend) {
+        withRecursionLimit(8) { messages, reported in
+            let array = ObservableArray<Int>([], backend: backend)
+            let queue = DispatchQueue(label: "runaway-array")
+            let token = array.observe(delivery: .queue(queue)) { array, _ in array.append(array.count) }
+            array.append(0)
+            #expect(reported.wait(timeout: .now() + 10) == .success, "the queue loop was never reported")
+            queue.sync {}
+            #expect(array.count == 9)   // 1 + the appends of rounds 1...8; round 8's was not delivered
+            #expect(messages.withLock { $0.count } == 1)
+            token.cancel()
+        }
     }
 }
