@@ -306,7 +306,7 @@ internal enum _RemovedValues<Element> {
     @inlinable
     func value(oldIndex: Int, ordinal: Int) -> Element {
         switch self {
-        case .none: preconditionFailure("ArrayChange: no removed elements were recorded")
+        case .none: _misuse("ArrayChange: no removed elements were recorded")
         case .values(let values): return values[ordinal]
         case .storage(let storage): return storage[oldIndex]
         }

@@ -691,7 +691,7 @@ extension ObservableArray {
     /// Applies new[i] = old[permutation[i]] and reports the elements that changed place.
     /// Lock held, storage unique.
     internal func _applyPermutation(_ permutation: [Int]) -> _PendingArrayNotification<Element>? {
-        precondition(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
+        _require(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
         guard permutation.indices.contains(where: { permutation[$0] != $0 }) else { return nil }
         _permute(permutation)
         if let batch = _batch {

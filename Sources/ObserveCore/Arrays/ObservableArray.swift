@@ -131,18 +131,6 @@ extension ObservableArray: CustomStringConvertible, CustomDebugStringConvertible
     }
 }
 
-/// Traps with `message` unless `condition` holds: a `precondition` whose message survives -O
-/// builds (a precondition's is dropped there), for misuse a caller must be able to read about.
-@inlinable @inline(__always)
-internal func _require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if _slowPath(!condition) { _misuse(message()) }
-}
-
-@usableFromInline @inline(never)
-internal func _misuse(_ message: String) -> Never {
-    fatalError(message)
-}
-
 /// Traps for an out-of-range index, naming the operation, the index and the count. A
 /// `fatalError`, not a `precondition`: an optimised build keeps its message (a precondition's
 /// is dropped under -O), as `Array`'s "Index out of range" is kept.

@@ -137,7 +137,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
     private var _cached: [_ArrayRun]?
 
     init(oldCount: Int) {
-        precondition(oldCount >= 0, "ObserveCore internal error: negative old count \(oldCount)")
+        _require(oldCount >= 0, "ObserveCore internal error: negative old count \(oldCount)")
         _oldCount = oldCount
         count = oldCount
         if oldCount > 0 { _segments.append(_Segment(origin: 0, length: oldCount)) }
@@ -176,17 +176,17 @@ internal final class _SwiftBatchComposer: _BatchComposing {
             }
             at += s.length
         }
-        precondition(position == at, "ObserveCore internal error: batch segments do not add up")
+        _require(position == at, "ObserveCore internal error: batch segments do not add up")
         return _segments.count
     }
 
     @inline(__always)
-    private func _require(_ condition: Bool, _ function: StaticString) {
+    private func _requireValid(_ condition: Bool, _ function: StaticString) {
         if !condition { fatalError("ObserveCore internal error: invalid arguments to batch \(function)") }
     }
 
     func insert(at index: Int, count n: Int) {
-        _require(n >= 1 && index >= 0 && index <= count && n <= Int.max - count, "insert")
+        _requireValid(n >= 1 && index >= 0 && index <= count && n <= Int.max - count, "insert")
         let i = _split(at: index)
         _segments.insert(_Segment(origin: Self._inserted, length: n), at: i)
         _mergeAround(i)
@@ -195,7 +195,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
     }
 
     func remove(at index: Int, count n: Int) -> [Int?] {
-        _require(n >= 1 && index >= 0 && index <= count && n <= count - index, "remove")
+        _requireValid(n >= 1 && index >= 0 && index <= count && n <= count - index, "remove")
         let from = _split(at: index)
         let to = _split(at: index + n)
         var origins: [Int?] = []
@@ -211,7 +211,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
     }
 
     func move(from: Int, to: Int) {
-        _require(from >= 0 && from < count && to >= 0 && to < count, "move")
+        _requireValid(from >= 0 && from < count && to >= 0 && to < count, "move")
         if from == to { return }
         let at = _split(at: from)
         _ = _split(at: from + 1)
@@ -224,7 +224,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
     }
 
     func permute(_ permutation: [Int]) {
-        _require(permutation.count == count, "permute")
+        _requireValid(permutation.count == count, "permute")
         var origins: [Int] = []
         origins.reserveCapacity(count)
         for s in _segments {
@@ -233,7 +233,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
         var seen = [Bool](repeating: false, count: count)
         var segments: [_Segment] = []
         for from in permutation {
-            _require(from >= 0 && from < count && !seen[from], "permute")
+            _requireValid(from >= 0 && from < count && !seen[from], "permute")
             seen[from] = true
             let next = _Segment(origin: origins[from], length: 1)
             if let last = segments.last, Self._mergeable(last, next) { segments[segments.count - 1].length += 1 }
@@ -244,7 +244,7 @@ internal final class _SwiftBatchComposer: _BatchComposing {
     }
 
     func modify(at index: Int) {
-        _require(index >= 0 && index < count, "modify")
+        _requireValid(index >= 0 && index < count, "modify")
         var at = 0, i = 0
         while index - at >= _segments[i].length {
             at += _segments[i].length
@@ -537,23 +537,23 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
     }
 
     func checkInvariants(ring: UnsafePointer<UInt>, mask: UInt32) {
-        precondition(Self._maskIsValid(mask), "ObserveCore: position index checked with invalid mask \(mask)")
+        _require(Self._maskIsValid(mask), "ObserveCore: position index checked with invalid mask \(mask)")
         var seen = Set<UInt32>()
         var total = 0
         func check(_ element: UInt, _ slot: UInt32) {
-            precondition(element != 0, "ObserveCore: position index holds element 0")
-            precondition(slot <= mask, "ObserveCore: position index slot \(slot) beyond mask \(mask)")
-            precondition(ring[Int(slot)] == element,
-                         "ObserveCore: position index says slot \(slot) holds \(element), the ring says \(ring[Int(slot)])")
-            precondition(seen.insert(slot).inserted, "ObserveCore: position index records slot \(slot) twice")
+            _require(element != 0, "ObserveCore: position index holds element 0")
+            _require(slot <= mask, "ObserveCore: position index slot \(slot) beyond mask \(mask)")
+            _require(ring[Int(slot)] == element,
+                     "ObserveCore: position index says slot \(slot) holds \(element), the ring says \(ring[Int(slot)])")
+            _require(seen.insert(slot).inserted, "ObserveCore: position index records slot \(slot) twice")
             total += 1
         }
         for (element, slot) in _first { check(element, slot) }
         for (element, slots) in _more {
-            precondition(!slots.isEmpty && _first[element] != nil,
-                         "ObserveCore: position index has further slots for \(element) but no first one")
+            _require(!slots.isEmpty && _first[element] != nil,
+                     "ObserveCore: position index has further slots for \(element) but no first one")
             for slot in slots { check(element, slot) }
         }
-        precondition(total == count, "ObserveCore: position index count \(count), but \(total) entries")
+        _require(total == count, "ObserveCore: position index count \(count), but \(total) entries")
     }
 }

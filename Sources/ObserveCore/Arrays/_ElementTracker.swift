@@ -204,7 +204,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     func checkInvariants(_ ring: _RingBuffer<Element>) {
         _refresh(ring)
-        precondition(_index.count == ring.count, "_ElementTracker: \(_index.count) index entries for \(ring.count) elements")
+        _require(_index.count == ring.count, "_ElementTracker: \(_index.count) index entries for \(ring.count) elements")
         if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
     }
 

@@ -83,7 +83,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     /// Reorders the contents so that new[i] = old[permutation[i]], moving each element once.
     /// Every slot may change: a position index must be rebuilt afterwards.
     func permute(_ permutation: [Int]) {
-        precondition(permutation.count == count, "ObservableArray: permutation of the wrong size")
+        _require(permutation.count == count, "ObservableArray: permutation of the wrong size")
         // An index twice would move one element twice (a double release) and leak another; the
         // callers build permutations themselves, so debug builds check it.
         assert(Set(permutation).count == count && permutation.allSatisfy { $0 >= 0 && $0 < count },

@@ -117,7 +117,7 @@ internal enum _BindingReentrancy {
             guard let pointer else { return }
             Unmanaged<AnyObject>.fromOpaque(pointer).release()
         }
-        precondition(status == 0, "ObserveCore: pthread_key_create failed (\(status))")
+        _require(status == 0, "ObserveCore: pthread_key_create failed (\(status))")
         return key
     }()
 

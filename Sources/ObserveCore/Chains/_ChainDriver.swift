@@ -28,7 +28,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
     @exclusivity(unchecked) private var _generation = 0
 
     init(announcer: _DerivedAnnouncer<Root, Value>, hops: [_AnyHop]) {
-        precondition(hops.count >= 2, "ObserveCore internal error: a chain needs two hops")
+        _require(hops.count >= 2, "ObserveCore internal error: a chain needs two hops")
         _announcer = announcer
         _hops = hops
         _equals = _equality(Value.self)

@@ -110,8 +110,8 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         if Value.self == ChainValue.self {
             return { value in _identityCast(value, to: ChainValue.self) }
         }
-        precondition(Optional<Value>.self == ChainValue.self,
-                     "ObserveCore internal error: chain value \(ChainValue.self) does not fit leaf \(Value.self)")
+        _require(Optional<Value>.self == ChainValue.self,
+                 "ObserveCore internal error: chain value \(ChainValue.self) does not fit leaf \(Value.self)")
         return { value in _identityCast(Optional<Value>.some(value), to: ChainValue.self) }
     }
 
@@ -169,7 +169,7 @@ extension Optional: _OptionalProtocol {
 /// The nil of `Value`, which must be an `Optional` type (a chain through an optional link).
 internal func _nilValue<Value>(_: Value.Type) -> Value {
     guard let optional = Value.self as? any _OptionalProtocol.Type else {
-        preconditionFailure("ObserveCore internal error: \(Value.self) is not optional but a link was nil")
+        _misuse("ObserveCore internal error: \(Value.self) is not optional but a link was nil")
     }
     return optional._none as! Value
 }

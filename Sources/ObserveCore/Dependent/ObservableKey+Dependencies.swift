@@ -56,9 +56,9 @@ extension ObservableKey where Root: KeyValueObservable {
     /// ```
     public init(_ keyPath: KeyPath<Root, Value>, dependsOn dependencies: [PartialKeyPath<Root>]) {
         self.init(keyPath)
-        precondition(!dependencies.isEmpty, "ObserveCore: the dependent key \(keyPath) names no dependencies")
-        precondition(!dependencies.contains(keyPath),
-                     "ObserveCore: the dependent key \(keyPath) depends on itself; remove it from its dependencies")
+        _require(!dependencies.isEmpty, "ObserveCore: the dependent key \(keyPath) names no dependencies")
+        _require(!dependencies.contains(keyPath),
+                 "ObserveCore: the dependent key \(keyPath) depends on itself; remove it from its dependencies")
         _KeyCatalog.shared.declareDerived(_id, plan: _DerivedPlan { announcer in
             _DependentDriver<Root, Value>(announcer: unsafeDowncast(announcer, to: _DerivedAnnouncer<Root, Value>.self),
                                           dependencies: dependencies)

@@ -30,7 +30,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
         _cached = _announcer.read(typedRoot)
         for dependency in _dependencies {
             guard let opener = dependency as? any _ErasedKeyPath else {
-                preconditionFailure("ObserveCore: \(dependency), a dependency of a key of \(Root.self), is not a readable key path")
+                _misuse("ObserveCore: \(dependency), a dependency of a key of \(Root.self), is not a readable key path")
             }
             let registration = opener._registerErased(
                 on: typedRoot, observer: root, context: context, options: wantsPrior ? [.prior] : [], delivery: .inline

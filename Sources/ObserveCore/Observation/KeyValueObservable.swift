@@ -100,7 +100,7 @@ extension KeyValueObservable {
         var registrations: [_AnyRegistration] = []
         for keyPath in keyPaths {
             guard let opener = keyPath as? any _ErasedKeyPath else {
-                preconditionFailure("ObserveCore: \(keyPath) is not a readable key path")
+                _misuse("ObserveCore: \(keyPath) is not a readable key path")
             }
             if let registration = opener._registerErased(on: self, observer: nil, context: .none, options: options,
                                                          delivery: delivery, { object, _, keyPath, change in
@@ -172,7 +172,7 @@ extension KeyValueObservable {
     ) {
         for keyPath in keyPaths {
             guard let opener = keyPath as? any _ErasedKeyPath else {
-                preconditionFailure("ObserveCore: \(keyPath) is not a readable key path")
+                _misuse("ObserveCore: \(keyPath) is not a readable key path")
             }
             _ = opener._registerErased(on: self, observer: observer, context: context, options: options,
                                        delivery: delivery) { object, observer, keyPath, change in
@@ -303,8 +303,8 @@ extension KeyValueObservable {
 /// Stops with a message naming the key path unless `Value` is `Equatable`.
 @usableFromInline
 internal func _requireEquatable<Value>(_: Value.Type, _ keyPath: AnyKeyPath) {
-    precondition(Value.self is any Equatable.Type,
-                 "ObserveCore: .skipEqualValues needs an Equatable value, but \(keyPath) holds \(Value.self)")
+    _require(Value.self is any Equatable.Type,
+             "ObserveCore: .skipEqualValues needs an Equatable value, but \(keyPath) holds \(Value.self)")
 }
 
 /// Opens a `PartialKeyPath`'s value type so that a typed registration can be made for it.
@@ -323,7 +323,7 @@ extension KeyPath: _ErasedKeyPath {
         _ handler: @escaping (Object, AnyObject?, PartialKeyPath<Object>, ObservedChange<Any>) -> Void
     ) -> _AnyRegistration? {
         guard let keyPath = self as? KeyPath<Object, Value> else {
-            preconditionFailure("ObserveCore: \(self) is not rooted at \(Object.self)")
+            _misuse("ObserveCore: \(self) is not rooted at \(Object.self)")
         }
         func erase(_ change: ObservedChange<Value>) -> ObservedChange<Any> {
             ObservedChange<Any>(oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },

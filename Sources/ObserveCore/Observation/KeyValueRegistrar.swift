@@ -138,7 +138,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     internal func _enterArray(memberBits: UInt64) {
         var word = _membership.load(ordering: .relaxed)
         while true {
-            precondition(word & 0xFFFF_FFFF != 0xFFFF_FFFF, "ObserveCore: an object is in 2^32 tracked arrays")
+            _require(word & 0xFFFF_FFFF != 0xFFFF_FFFF, "ObserveCore: an object is in 2^32 tracked arrays")
             let (exchanged, current) = _membership.compareExchange(
                 expected: word, desired: (word | memberBits) &+ 1, ordering: .relaxed)
             if exchanged { return }
@@ -156,7 +156,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         var word = _membership.load(ordering: .relaxed)
         while true {
             let count = word & 0xFFFF_FFFF
-            precondition(count > 0, "ObserveCore: array membership count underflow")
+            _require(count > 0, "ObserveCore: array membership count underflow")
             let desired: UInt64 = count == 1 ? 0 : word &- 1
             let (exchanged, current) = _membership.compareExchange(expected: word, desired: desired, ordering: .relaxed)
             if exchanged { return }
@@ -234,9 +234,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let address = UInt(bitPattern: ObjectIdentifier(object))
         if _objectAddress.load(ordering: .relaxed) == address { return address }
         let (exchanged, original) = _objectAddress.compareExchange(expected: 0, desired: address, ordering: .acquiringAndReleasing)
-        precondition(exchanged || original == address,
-                     "ObserveCore: this KeyValueRegistrar already serves another object; every observable object "
-                     + "needs its own registrar (`let kvoRegistrar = KeyValueRegistrar()`), never a shared one")
+        _require(exchanged || original == address,
+                 "ObserveCore: this KeyValueRegistrar already serves another object; every observable object "
+                 + "needs its own registrar (`let kvoRegistrar = KeyValueRegistrar()`), never a shared one")
         return address
     }
 

@@ -40,7 +40,7 @@ public enum ObservationRuntime {
     public static var maximumNotificationDepth: UInt32 {
         get { _maximumDepth.load(ordering: .relaxed) }
         set {
-            precondition(newValue > 0, "ObserveCore: maximumNotificationDepth must be at least 1")
+            _require(newValue > 0, "ObserveCore: maximumNotificationDepth must be at least 1")
             _maximumDepth.store(newValue, ordering: .relaxed)
         }
     }

@@ -77,7 +77,7 @@ internal final class _KeyTable: @unchecked Sendable {
         if let existing = _ids[keyPath] {
             id = existing
         } else {
-            precondition(_keyPaths.count < Int(UInt32.max - 1), "ObserveCore: too many distinct key paths")
+            _require(_keyPaths.count < Int(UInt32.max - 1), "ObserveCore: too many distinct key paths")
             _keyPaths.append(keyPath)
             id = UInt32(_keyPaths.count)
             _ids[keyPath] = id

@@ -93,15 +93,15 @@ internal final class _SwiftRegistryTable: _RegistryTable {
     override func checkInvariants() {
         var total = 0
         for (object, list) in _objects {
-            precondition(!list.isEmpty, "_SwiftRegistryTable: empty list kept for object \(object)")
+            _require(!list.isEmpty, "_SwiftRegistryTable: empty list kept for object \(object)")
             total += list.count
             for (i, a) in list.enumerated() {
                 for b in list[(i + 1)...] {
-                    precondition(a.key != b.key || a.context != b.context,
-                                 "_SwiftRegistryTable: duplicate key \(a.key)/\(a.context)")
+                    _require(a.key != b.key || a.context != b.context,
+                             "_SwiftRegistryTable: duplicate key \(a.key)/\(a.context)")
                 }
             }
         }
-        precondition(total == _count, "_SwiftRegistryTable: count \(_count) but \(total) entries")
+        _require(total == _count, "_SwiftRegistryTable: count \(_count) but \(total) entries")
     }
 }

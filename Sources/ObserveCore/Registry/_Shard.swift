@@ -47,7 +47,7 @@ internal final class _Shard: @unchecked Sendable {
 
     private func _allocateSlot() -> UInt32 {
         if let slot = _freeSlots.popLast() { return slot }
-        precondition(_groups.count < Int(UInt32.max), "ObserveCore: too many registration groups in one shard")
+        _require(_groups.count < Int(UInt32.max), "ObserveCore: too many registration groups in one shard")
         _groups.append([])
         return UInt32(_groups.count - 1)
     }
@@ -103,7 +103,7 @@ internal final class _Shard: @unchecked Sendable {
         guard _groups[index].isEmpty else { return false }
         let removed = _table.remove(object: registration.objectAddress, key: registration.keyID,
                                     context: registration.context)
-        precondition(removed == slot, "ObserveCore: registry table and shard groups disagree")
+        _require(removed == slot, "ObserveCore: registry table and shard groups disagree")
         // The emptied buffer is kept for the next group that takes this slot: register/remove
         // churn then allocates no group storage.
         _freeSlots.append(slot)
@@ -180,24 +180,24 @@ internal final class _Shard: @unchecked Sendable {
     func checkInvariants() {
         _table.checkInvariants()
         let free = Set(_freeSlots)
-        precondition(free.count == _freeSlots.count, "_Shard: a free slot is listed twice")
+        _require(free.count == _freeSlots.count, "_Shard: a free slot is listed twice")
         var used = 0
         for (index, group) in _groups.enumerated() {
             if group.isEmpty {
-                precondition(free.contains(UInt32(index)), "_Shard: empty group \(index) not on the free list")
+                _require(free.contains(UInt32(index)), "_Shard: empty group \(index) not on the free list")
                 continue
             }
             used += 1
-            precondition(!free.contains(UInt32(index)), "_Shard: group \(index) is used and free")
+            _require(!free.contains(UInt32(index)), "_Shard: group \(index) is used and free")
             let first = group[0]
-            precondition(_table.find(object: first.objectAddress, key: first.keyID, context: first.context) == UInt32(index),
-                         "_Shard: group \(index) is not reachable through its key")
+            _require(_table.find(object: first.objectAddress, key: first.keyID, context: first.context) == UInt32(index),
+                     "_Shard: group \(index) is not reachable through its key")
             for registration in group {
-                precondition(!registration.isCancelled, "_Shard: cancelled registration still in group \(index)")
-                precondition(registration.objectAddress == first.objectAddress && registration.keyID == first.keyID
-                             && registration.context == first.context, "_Shard: group \(index) mixes keys")
+                _require(!registration.isCancelled, "_Shard: cancelled registration still in group \(index)")
+                _require(registration.objectAddress == first.objectAddress && registration.keyID == first.keyID
+                         && registration.context == first.context, "_Shard: group \(index) mixes keys")
             }
         }
-        precondition(used == _table.count, "_Shard: \(used) groups but \(_table.count) table entries")
+        _require(used == _table.count, "_Shard: \(used) groups but \(_table.count) table entries")
     }
 }

@@ -35,7 +35,7 @@ public struct ChangeStreamBuffering: Sendable, Hashable, CustomStringConvertible
     /// ```
     /// - Parameter capacity: At least 1.
     public static func bounded(_ capacity: Int) -> ChangeStreamBuffering {
-        precondition(capacity >= 1, "ObserveCore: a bounded change stream needs a capacity of at least 1, not \(capacity)")
+        _require(capacity >= 1, "ObserveCore: a bounded change stream needs a capacity of at least 1, not \(capacity)")
         return ChangeStreamBuffering(_kind: .bounded(capacity))
     }
 
@@ -174,9 +174,9 @@ extension KeyValueObservable {
         buffering: ChangeStreamBuffering = .unbounded
     ) -> ObservedChanges<Value> {
         if buffering == .latest {
-            precondition(!options.contains(.prior),
-                         "ObserveCore: a .latest change stream cannot carry .prior notifications (\(keyPath)); "
-                         + "use .unbounded or .bounded to receive them")
+            _require(!options.contains(.prior),
+                     "ObserveCore: a .latest change stream cannot carry .prior notifications (\(keyPath)); "
+                     + "use .unbounded or .bounded to receive them")
         }
         let stream = _ChangeStream<Value>(buffering: buffering)
         let sentinel = _StreamSentinel(stream)

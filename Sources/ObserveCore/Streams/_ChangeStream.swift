@@ -179,8 +179,8 @@ internal final class _ChangeStream<Value>: @unchecked Sendable {
                 }
                 if _waiter != nil {
                     _lock.unlock()
-                    preconditionFailure("ObserveCore: two tasks are iterating one change stream at once; a stream "
-                                        + "has a single consumer (make one stream per consumer)")
+                    _misuse("ObserveCore: two tasks are iterating one change stream at once; a stream "
+                                    + "has a single consumer (make one stream per consumer)")
                 }
                 _waiter = continuation
                 _lock.unlock()

@@ -1,0 +1,54 @@
+import ObserveCore
+import Testing
+
+/// An observable class whose registrar the test chooses: two of them sharing one registrar is
+/// the misuse `KeyValueRegistrar` must name.
+private final class Borrower: KeyValueObservable {
+    let kvoRegistrar: KeyValueRegistrar
+    init(_ registrar: KeyValueRegistrar) { kvoRegistrar = registrar }
+    static let value = ObservableKey(\Borrower.value)
+    var value = 0 {
+        willSet { kvoRegistrar.willSet(Borrower.value, of: self, from: value) }
+        didSet { kvoRegistrar.didSet(Borrower.value, of: self, from: oldValue, to: value) }
+    }
+}
+
+/// Misuse outside arrays traps with a message that names what was wrong, in release builds too
+/// (CI runs this suite with `-c release`, where a `precondition`'s message would be dropped).
+@Suite("Misuse messages survive release builds")
+struct MisuseMessageTests {
+    @Test("a notification depth of 0 is refused by name")
+    func zeroDepth() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ObservationRuntime.maximumNotificationDepth = 0
+        }
+        #expect(Self.stderr(result).contains("ObserveCore: maximumNotificationDepth must be at least 1"))
+    }
+
+    @Test("a bounded change stream of capacity 0 names the capacity")
+    func zeroCapacityStream() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ChangeStreamBuffering.bounded(0)
+        }
+        #expect(Self.stderr(result).contains("a bounded change stream needs a capacity of at least 1, not 0"))
+    }
+
+    @Test("one registrar shared by two objects is refused, naming the fix")
+    func sharedRegistrar() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let shared = KeyValueRegistrar(backend: .c)
+            let first = Borrower(shared), second = Borrower(shared)
+            let a = first.observe(\.value) { _, _ in }
+            let b = second.observe(\.value) { _, _ in }
+            a.cancel()
+            b.cancel()
+        }
+        let stderr = Self.stderr(result)
+        #expect(stderr.contains("this KeyValueRegistrar already serves another object"))
+        #expect(stderr.contains("let kvoRegistrar = KeyValueRegistrar()"))
+    }
+
+    private static func stderr(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+}
