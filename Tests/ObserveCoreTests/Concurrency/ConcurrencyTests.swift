@@ -7,6 +7,39 @@ import Testing
 /// threads at once, on shared and on distinct objects.
 @Suite("Concurrency", .serialized)
 struct ConcurrencyTests {
+    /// The README's condition for several writers of one property: they serialize their sets.
+    /// Then every notification reports the value its set wrote, each old value is the previous
+    /// notification's new value, and the last notification holds the final value — inline, and
+    /// on a serial delivery queue.
+    @Test("serialized writers: each notification carries what its set wrote, in set order",
+          arguments: ObservationBackend.allCases, [false, true])
+    func serializedWriters(backend: ObservationBackend, queued: Bool) {
+        let person = Person(backend)
+        let queue = DispatchQueue(label: "serialized-writers")
+        let seen = Mutex<[(old: Int, new: Int)]>([])
+        let token = person.observe(\.age, options: [.old, .new], delivery: queued ? .queue(queue) : .inline) { _, change in
+            seen.withLock { $0.append((change.oldValue!, change.newValue!)) }
+        }
+        let writers = 4, setsPerWriter = 2_000
+        // The lock serializes every access to `person`, which is what makes sharing it sound.
+        nonisolated(unsafe) let shared = person
+        let writeLock = Mutex(())
+        DispatchQueue.concurrentPerform(iterations: writers) { writer in
+            for i in 1...setsPerWriter {
+                writeLock.withLock { _ in shared.age = writer * 1_000_000 + i }
+            }
+        }
+        queue.sync {}
+        token.cancel()
+        let log = seen.withLock { $0 }
+        #expect(log.count == writers * setsPerWriter, "one notification per set")
+        let written = Set((0..<writers).flatMap { w in (1...setsPerWriter).map { w * 1_000_000 + $0 } })
+        #expect(log.allSatisfy { written.contains($0.new) }, "every new value was written by some set")
+        #expect(log.first?.old == 0)
+        #expect(zip(log, log.dropFirst()).allSatisfy { $0.new == $1.old }, "each old value is the previous new value")
+        #expect(log.last?.new == person.age, "the last notification holds the final value")
+    }
+
     @Test("concurrent sets, registrations and removals lose nothing and leak nothing", arguments: ObservationBackend.allCases)
     func concurrentSetObserveRemove(backend: ObservationBackend) {
         let shared = SharedCounter(backend)
