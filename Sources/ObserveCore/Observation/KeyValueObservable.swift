@@ -188,15 +188,13 @@ extension KeyValueObservable {
     /// Removes `observer`'s registrations for `keyPath`, whatever their context.
     /// Removing what is not registered does nothing.
     public func removeObserver(_ observer: AnyObject, for keyPath: PartialKeyPath<Self>) {
-        let address = UInt(bitPattern: ObjectIdentifier(observer))
-        _remove(keyPath) { $0.observerAddress == address }
+        _remove(keyPath, observer: observer, context: nil)
     }
 
     /// Removes `observer`'s registration for `keyPath` made with `context`.
     /// Removing what is not registered does nothing.
     public func removeObserver(_ observer: AnyObject, for keyPath: PartialKeyPath<Self>, context: ObservationContext) {
-        let address = UInt(bitPattern: ObjectIdentifier(observer))
-        _remove(keyPath) { $0.observerAddress == address && $0.context == context.rawValue }
+        _remove(keyPath, observer: observer, context: context.rawValue)
     }
 
     /// Removes `observer`'s registrations for each of `keyPaths`.
@@ -226,6 +224,15 @@ extension KeyValueObservable {
         guard let keyID = _KeyTable.shared.existingID(for: keyPath) else { return }
         kvoRegistrar._registry.remove(object: UInt(bitPattern: ObjectIdentifier(self)), keyID: keyID,
                                       registrar: kvoRegistrar, where: matches)
+    }
+
+    /// Removes `observer`'s registrations for `keyPath` (with `context`, or all), through the
+    /// group's observer index.
+    private func _remove(_ keyPath: PartialKeyPath<Self>, observer: AnyObject, context: UInt?) {
+        guard let keyID = _KeyTable.shared.existingID(for: keyPath) else { return }
+        kvoRegistrar._registry.remove(object: UInt(bitPattern: ObjectIdentifier(self)), keyID: keyID,
+                                      observer: UInt(bitPattern: ObjectIdentifier(observer)), context: context,
+                                      registrar: kvoRegistrar)
     }
 }
 

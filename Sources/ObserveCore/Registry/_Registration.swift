@@ -27,6 +27,8 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// The shard slot of this registration's group; meaningful while not cancelled, and read
     /// and written only under the shard's lock.
     @exclusivity(unchecked) var _slot: UInt32 = 0
+    /// This registration's position in its group (`_RegistrationGroup`), under the same rules.
+    @exclusivity(unchecked) var _groupIndex = 0
     /// The registrar of the observed object, unretained. Valid while `_cancelled` is false when
     /// read under the shard lock: the registrar's deinit cancels (under the same lock) before it
     /// goes away. Used only through `withRegistrar`, which takes no reference: a strong

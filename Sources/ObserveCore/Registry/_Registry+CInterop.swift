@@ -3,7 +3,7 @@ internal import CObserveCore
 /// The registry table backed by the C core. This file is the only one that names `cobs_*`
 /// functions; every status code is turned into Swift here and nowhere else:
 /// - `COBS_NOT_FOUND` becomes `nil`, `COBS_EXISTS` the existing slot;
-/// - `COBS_BUFFER_TOO_SMALL` is part of the lookup protocol (the caller grows and retries);
+/// - `COBS_BUFFER_TOO_SMALL` is part of the enumeration protocol (grow the buffers and retry);
 /// - `COBS_NO_MEMORY` traps (Swift itself traps on allocation failure, so there is nothing
 ///   better to do), and `COBS_INVALID_ARGUMENT` traps as a bug in the façade.
 internal final class _CRegistryTable: _RegistryTable {
@@ -27,9 +27,11 @@ internal final class _CRegistryTable: _RegistryTable {
         _slotScratch.deallocate()
     }
 
+    /// The C key of (object, key). The façade keeps every context of a key in one group (see
+    /// `_RegistrationGroup`), so it stores context 0: an object has one entry per observed key.
     @inline(__always)
-    private static func _key(_ object: UInt, _ key: UInt32, _ context: UInt) -> cobs_key {
-        cobs_key(object: object, context: context, key: key, reserved_: 0)
+    private static func _key(_ object: UInt, _ key: UInt32) -> cobs_key {
+        cobs_key(object: object, context: 0, key: key, reserved_: 0)
     }
 
     @inline(__always)
@@ -46,35 +48,28 @@ internal final class _CRegistryTable: _RegistryTable {
         fatalError("ObserveCore internal error: \(function) returned \(name)")
     }
 
-    override func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? {
+    override func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
         var existing: cobs_slot = 0
-        let status = cobs_registry_insert(_reg, Self._key(object, key, context), slot, &existing)
+        let status = cobs_registry_insert(_reg, Self._key(object, key), slot, &existing)
         if status == COBS_EXISTS { return existing }
         Self._check(status, "cobs_registry_insert")
         return nil
     }
 
-    override func find(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+    override func find(object: UInt, key: UInt32) -> UInt32? {
         var slot: cobs_slot = 0
-        let status = cobs_registry_find(_reg, Self._key(object, key, context), &slot)
+        let status = cobs_registry_find(_reg, Self._key(object, key), &slot)
         if status == COBS_NOT_FOUND { return nil }
         Self._check(status, "cobs_registry_find")
         return slot
     }
 
-    override func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? {
+    override func remove(object: UInt, key: UInt32) -> UInt32? {
         var slot: cobs_slot = 0
-        let status = cobs_registry_remove(_reg, Self._key(object, key, context), &slot)
+        let status = cobs_registry_remove(_reg, Self._key(object, key), &slot)
         if status == COBS_NOT_FOUND { return nil }
         Self._check(status, "cobs_registry_remove")
         return slot
-    }
-
-    override func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
-        var count = 0
-        let status = cobs_registry_lookup(_reg, object, key, buffer, capacity, &count)
-        if status != COBS_BUFFER_TOO_SMALL { Self._check(status, "cobs_registry_lookup") }
-        return count
     }
 
     override func entries(of object: UInt, into entries: inout [_TableEntry]) {
@@ -87,7 +82,7 @@ internal final class _CRegistryTable: _RegistryTable {
         }
         Self._check(status, "cobs_registry_object_entries")
         for i in 0..<count {
-            entries.append(_TableEntry(key: _keyScratch[i].key, context: _keyScratch[i].context, slot: _slotScratch[i]))
+            entries.append(_TableEntry(key: _keyScratch[i].key, slot: _slotScratch[i]))
         }
     }
 

@@ -110,13 +110,31 @@ internal final class _Registry: @unchecked Sendable {
         if registration.isCancelled { registration._didRemove() }
     }
 
-    /// Removes the registrations on `object` that match every non-nil filter; returns how many.
+    /// Removes the registrations on `object` (of key `keyID`, or all keys) that `matches`;
+    /// returns how many.
     @discardableResult
     func remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
                 where matches: (_AnyRegistration) -> Bool) -> Int {
+        _remove(object: object, keyID: keyID, registrar: registrar) { shard in
+            shard.registrations(object: object, keyID: keyID).filter(matches)
+        }
+    }
+
+    /// Removes the registrations of the observer at `observer` on (object, key), with `context`
+    /// or with any; returns how many. The candidates come from the group's observer index:
+    /// O(what is removed), not O(the key's registrations).
+    @discardableResult
+    func remove(object: UInt, keyID: UInt32, observer: UInt, context: UInt?, registrar: KeyValueRegistrar) -> Int {
+        _remove(object: object, keyID: keyID, registrar: registrar) { shard in
+            shard.registrations(object: object, keyID: keyID, observer: observer, context: context)
+        }
+    }
+
+    private func _remove(object: UInt, keyID: UInt32?, registrar: KeyValueRegistrar,
+                         selecting select: (_Shard) -> [_AnyRegistration]) -> Int {
         let removed: [_AnyRegistration] = _withShard(for: object) { shard in
             var removed: [_AnyRegistration] = []
-            for registration in shard.registrations(object: object, keyID: keyID) where matches(registration) {
+            for registration in select(shard) {
                 shard.removeFromGroup(registration)
                 removed.append(registration)
             }

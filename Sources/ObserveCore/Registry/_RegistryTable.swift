@@ -1,29 +1,27 @@
-/// One entry of a registry table: (object, key, context) -> slot.
+/// One entry of a registry table: (object, key) -> slot.
 internal struct _TableEntry: Equatable {
     var key: UInt32
-    var context: UInt
     var slot: UInt32
 }
 
 /// The internal interface both registry implementations provide: a map from
-/// (object address, key id, context) to a slot index, with per-object enumeration and removal.
+/// (object address, key id) to a slot index, with per-object enumeration and removal.
+///
+/// An object has one entry per key it has observers for, whatever their number and contexts
+/// (they share the key's `_RegistrationGroup`), so an object's entries stay as few as the keys
+/// its type declares: no client can grow one object's probe run by registering many contexts.
 ///
 /// `_CRegistryTable` forwards to the C core (`cobs_registry_*`); `_SwiftRegistryTable` is the
 /// same contract in plain Swift, so the test suite and the benchmark can run against either.
 /// Neither is thread-safe: the owning `_Shard` serializes every call under its lock.
 internal class _RegistryTable {
     /// Inserts the entry; returns the existing slot instead when the key is already present.
-    func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? { fatalError("abstract") }
-    /// The slot stored for exactly this key.
-    func find(object: UInt, key: UInt32, context: UInt) -> UInt32? { fatalError("abstract") }
-    /// Removes the key and returns its slot.
+    func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? { fatalError("abstract") }
+    /// The slot stored for (object, key).
+    func find(object: UInt, key: UInt32) -> UInt32? { fatalError("abstract") }
+    /// Removes (object, key) and returns its slot.
     @discardableResult
-    func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? { fatalError("abstract") }
-    /// Writes the slots of every context of (object, key) into `buffer` (up to `capacity`) and
-    /// returns how many there are, which may exceed `capacity` (the caller grows and retries).
-    func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
-        fatalError("abstract")
-    }
+    func remove(object: UInt, key: UInt32) -> UInt32? { fatalError("abstract") }
     /// Replaces the contents of `entries` with every entry of `object` (reusing its storage).
     func entries(of object: UInt, into entries: inout [_TableEntry]) { fatalError("abstract") }
     /// Removes every entry of `object` and returns their slots.
@@ -37,44 +35,32 @@ internal class _RegistryTable {
 /// The pure-Swift registry: a dictionary from object address to that object's entries.
 ///
 /// Plain, idiomatic Swift on purpose: it is the reference the C core is measured and
-/// differentially tested against. Per-object entry lists are short (one per observed
-/// (key, context)), so a linear scan within an object beats a second hash.
+/// differentially tested against. Per-object entry lists are short (one per observed key), so
+/// a linear scan within an object beats a second hash.
 internal final class _SwiftRegistryTable: _RegistryTable {
     // Guarded by the owning shard's lock (see `_Shard`), hence no dynamic exclusivity checks.
     @exclusivity(unchecked) private var _objects: [UInt: [_TableEntry]] = [:]
     @exclusivity(unchecked) private var _count = 0
 
-    override func insert(object: UInt, key: UInt32, context: UInt, slot: UInt32) -> UInt32? {
-        if let existing = _objects[object]?.first(where: { $0.key == key && $0.context == context }) {
+    override func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
+        if let existing = _objects[object]?.first(where: { $0.key == key }) {
             return existing.slot
         }
-        _objects[object, default: []].append(_TableEntry(key: key, context: context, slot: slot))
+        _objects[object, default: []].append(_TableEntry(key: key, slot: slot))
         _count += 1
         return nil
     }
 
-    override func find(object: UInt, key: UInt32, context: UInt) -> UInt32? {
-        _objects[object]?.first(where: { $0.key == key && $0.context == context })?.slot
+    override func find(object: UInt, key: UInt32) -> UInt32? {
+        _objects[object]?.first(where: { $0.key == key })?.slot
     }
 
-    override func remove(object: UInt, key: UInt32, context: UInt) -> UInt32? {
-        guard var list = _objects[object],
-              let index = list.firstIndex(where: { $0.key == key && $0.context == context })
-        else { return nil }
+    override func remove(object: UInt, key: UInt32) -> UInt32? {
+        guard var list = _objects[object], let index = list.firstIndex(where: { $0.key == key }) else { return nil }
         let slot = list.remove(at: index).slot
         _objects[object] = list.isEmpty ? nil : list
         _count -= 1
         return slot
-    }
-
-    override func lookup(object: UInt, key: UInt32, into buffer: UnsafeMutablePointer<UInt32>, capacity: Int) -> Int {
-        guard let list = _objects[object] else { return 0 }
-        var found = 0
-        for entry in list where entry.key == key {
-            if found < capacity { buffer[found] = entry.slot }
-            found += 1
-        }
-        return found
     }
 
     override func entries(of object: UInt, into entries: inout [_TableEntry]) {
@@ -97,8 +83,7 @@ internal final class _SwiftRegistryTable: _RegistryTable {
             total += list.count
             for (i, a) in list.enumerated() {
                 for b in list[(i + 1)...] {
-                    _require(a.key != b.key || a.context != b.context,
-                             "_SwiftRegistryTable: duplicate key \(a.key)/\(a.context)")
+                    _require(a.key != b.key, "_SwiftRegistryTable: duplicate key \(a.key)")
                 }
             }
         }
