@@ -218,11 +218,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             uint32_t from, to;
             if (!used_slot(&m, (uint32_t)a * 3u, &from)) break;
             if (!free_slot(&m, (uint32_t)b * 11u, &to)) to = from;
-            const uintptr_t e = m.ring[from];
+            const uintptr_t e = m.ring[from], stale = m.ring[to];
             m.present[from] = false;
             m.ring[to] = e;
             if (to != from) m.ring[from] = elements[b & 15]; /* stale */
-            FUZZ_ASSERT(cobs_positions_move(pos, m.mask, e, from, to) == COBS_OK);
+            const cobs_status st = cobs_positions_move(pos, m.mask, e, from, to);
+            if (st == COBS_NO_MEMORY) {
+                /* A copy of a duplicated element moving beyond its position table: unchanged. */
+                FUZZ_ASSERT(fail);
+                m.ring[from] = e;
+                if (to != from) m.ring[to] = stale;
+                m.present[from] = true;
+                break;
+            }
+            FUZZ_ASSERT(st == COBS_OK);
             m.present[to] = true;
             FUZZ_ASSERT(to == from || cobs_positions_move(pos, m.mask, e, from, to) == COBS_NOT_FOUND);
             break;
@@ -277,10 +286,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (b & 1) {
                 for (size_t i = 0; i < n; i++) m.ring[(head + i) & m.mask] = elements[(a + i * b) & 15];
             }
+            const size_t before = cobs_positions_count(pos);
             const cobs_status st = cobs_positions_rebuild(pos, m.ring, m.mask, head, n);
             if (st == COBS_NO_MEMORY) {
                 FUZZ_ASSERT(fail);
-                memcpy(m.ring, saved, sizeof saved); /* the index still describes the old ring */
+                memcpy(m.ring, saved, sizeof saved);
+                if (cobs_positions_count(pos) == 0 && before != 0) {
+                    /* A duplicate record could not be allocated: the index was left empty. */
+                    memset(m.present, 0, sizeof m.present);
+                    m.count = 0;
+                } else {
+                    FUZZ_ASSERT(cobs_positions_count(pos) == before); /* the table itself: unchanged */
+                }
                 break;
             }
             FUZZ_ASSERT(st == COBS_OK);

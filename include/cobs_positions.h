@@ -9,8 +9,10 @@
 ** `mask + 1` (a power of two) words, slot `s` holds the address of the element there, and the
 ** element at logical index i sits in slot (head + i) & mask. The index maps an element address
 ** to the SLOTS holding it (several when the element appears several times). It stores only a
-** 32-bit slot and a 7-bit fingerprint per entry (5 bytes per bucket, at most 7/8 full): the
-** element's address is read back from `ring[slot]` when a candidate must be confirmed. That
+** 32-bit slot and a 7-bit fingerprint per distinct element (5 bytes per bucket, at most 7/8
+** full): the element's address is read back from `ring[slot]` when a candidate must be
+** confirmed. An element present several times has one bucket naming a record of its slots, so
+** each copy costs O(1) to add, remove, move or report, however many copies there are. That
 ** keeps the index near 6.5 bytes per element, but it makes the ring part of the contract:
 **
 **   RING INVARIANT: whenever a function below receives `ring`, every entry's slot must hold the
@@ -24,8 +26,11 @@
 ** function are always the elements' CURRENT slots: the log is invisible to callers, except that
 ** the ring must keep its size while the log holds records (rebuild empties it).
 **
+** Rings: `mask + 1` is a power of two of at most 2^31 (a bucket's top bit marks a record);
+** every function answers COBS_INVALID_ARGUMENT for a larger or malformed mask.
+**
 ** Thread safety: not thread-safe; the owning array serializes calls under its lock.
-** Failure atomicity: an error leaves the index unchanged.
+** Failure atomicity: an error leaves the index unchanged (except rebuild, see there).
 */
 #ifndef COBS_POSITIONS_H
 #define COBS_POSITIONS_H
@@ -60,19 +65,22 @@ cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cob
 void cobs_positions_destroy(cobs_positions *_Nullable pos);
 
 /// Records that `element` (non-zero) occupies `slot` (<= mask). The caller guarantees the pair
-/// is not already recorded and that `ring[slot] == element`. Amortized O(1); may grow (reads
-/// `ring` to rehash). Errors: COBS_INVALID_ARGUMENT (NULL, element 0, slot > mask, mask + 1 not a
-/// power of two or above 2^32), COBS_NO_MEMORY.
+/// is not already recorded and that `ring[slot] == element`. Amortized O(1), also for the
+/// thousandth copy of an element; may grow (reads `ring` to rehash). Errors: COBS_INVALID_ARGUMENT
+/// (NULL, element 0, slot > mask, mask + 1 not a power of two or above 2^31, the pair already
+/// recorded), COBS_NO_MEMORY.
 cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot);
 
-/// Forgets that `element` occupies `slot`. Backward-shift deletion (reads `ring` to find the home
-/// of entries it shifts). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
+/// Forgets that `element` occupies `slot`: O(1) expected, whatever the element's number of
+/// copies. Backward-shift deletion (reads `ring` to find the home of entries it shifts).
+/// Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
 cobs_status cobs_positions_remove(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot);
 
 /// Records that `element` moved from slot `from` to slot `to` (one entry rewritten in place;
-/// does not read `ring`). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
+/// does not read `ring`). Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT, COBS_NO_MEMORY (a
+/// duplicated element's slot beyond what its position table covers; index unchanged).
 cobs_status cobs_positions_move(cobs_positions *_Nullable pos, uint32_t mask, uintptr_t element,
                                 uint32_t from, uint32_t to);
 
@@ -91,7 +99,7 @@ cobs_status cobs_positions_shift(cobs_positions *_Nullable pos, uint32_t mask, u
                                  int64_t delta);
 
 /// Writes up to `capacity` slots holding `element` to `slots_out` (in no particular order) and
-/// their number to `*count`. O(1) expected. Errors: COBS_BUFFER_TOO_SMALL (first `capacity`
+/// their number to `*count`. O(1) expected plus one step per copy. Errors: COBS_BUFFER_TOO_SMALL (first `capacity`
 /// written, `*count` is the full number), COBS_INVALID_ARGUMENT.
 cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
                                   uint32_t mask, uintptr_t element, uint32_t *_Nullable slots_out,
@@ -99,17 +107,20 @@ cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const uin
 
 /// Replaces the whole index with the `count` elements at logical indices 0..<count of the ring
 /// (slots (head + i) & mask). Used after the ring is reallocated, sorted, or filled at once.
-/// O(count). Errors: COBS_INVALID_ARGUMENT, COBS_NO_MEMORY (index unchanged).
+/// O(count). Errors: COBS_INVALID_ARGUMENT (index unchanged), COBS_NO_MEMORY (the table could not
+/// be allocated: index unchanged; or a duplicate record could not: the index is left empty, so
+/// the caller must rebuild again before relying on it).
 cobs_status cobs_positions_rebuild(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
                                    uint32_t head, size_t count);
 
 /// Removes every entry (keeps the allocation). NULL is a no-op.
 void cobs_positions_clear(cobs_positions *_Nullable pos);
 
-/// Number of entries. NULL gives 0.
+/// Number of (element, slot) entries, copies counted. NULL gives 0.
 size_t cobs_positions_count(const cobs_positions *_Nullable pos);
 
-/// Bytes the index holds on the heap (for the benchmark's memory figures). NULL gives 0.
+/// Bytes the index holds on the heap, duplicate records included (for the benchmark's memory
+/// figures). NULL gives 0.
 size_t cobs_positions_bytes(const cobs_positions *_Nullable pos);
 
 /// Verifies the index against the ring: counts, reachability from home buckets, fingerprints,

@@ -76,8 +76,21 @@
 ** lookup, insertion and removal in it walk it all; at 7/8 load clusters are long (see above),
 ** which is the price paid for 5-byte buckets. cobs_positions_max_displacement reports the tail.
 **
-** MOVE. Moving an element from slot a to slot b rewrites one bucket's slot in place: the home
-** depends on the element, not on the slot, so nothing is rehashed and the ring is not read.
+** DUPLICATES: ONE BUCKET PER ELEMENT, A RECORD FOR ITS COPIES. An element present k times must
+** not cost k buckets: they would share one home, so they would form one cluster of k that every
+** insertion, removal and lookup of the element (and of its neighbours) walks — appending 65,536
+** copies of one element took 6.4 s. So a bucket holds either a plain slot (the element's only
+** copy) or, with POS_RECORD_BIT set, the index of a DUPLICATE RECORD: the element's address and
+** the stored slots of all its copies, unordered, in one array. `dup_pos[slot]` gives a copy's
+** position in its record, so a copy is removed (swap with the record's last), moved or checked in
+** O(1); dup_pos is read only after checking `record->slots[dup_pos[slot]] == slot`, so stale
+** values are harmless. A record is made when a second copy arrives and dissolved when one copy is
+** left. The price: stored slots must leave the top bit free, so rings hold at most 2^31 slots.
+** Records are few (one per duplicated element) and come from the caller's allocator.
+**
+** MOVE. Moving an element from slot a to slot b rewrites one bucket's slot in place (or one slot
+** of its record): the home depends on the element, not on the slot, so nothing is rehashed and
+** the ring is not read.
 **
 ** SHIFT LOG. An insertion or removal in the middle of the ring moves a whole block of elements
 ** (the shorter side) by a few slots. Rewriting each moved element's entry costs a probe per
@@ -139,9 +152,14 @@
 #define POS_LOG_CAPACITY 128u /* most block moves remembered before a rebuild is needed */
 #define POS_LOG_MIN 32u        /* ... and the fewest (small indexes: a rebuild is cheap) */
 #define POS_LOG_ENTRIES_PER_RECORD 512u /* the log may hold one record per this many entries */
-/* Entries are (element, slot) pairs with distinct 32-bit slots: at most 2^32 of them, which fit
-** in 2^33 buckets at 7/8. On 32-bit targets the block size must fit size_t: 2^28 * 5 < 2^32. */
-#define POS_MAX_CAPACITY ((size_t)1 << (sizeof(size_t) >= 8 ? 33 : 28))
+/* A bucket's slot field with this bit set holds a duplicate record's index, not a slot; so stored
+** slots are below 2^31 and a ring has at most 2^31 slots (mask <= POS_MAX_MASK). */
+#define POS_RECORD_BIT 0x80000000u
+#define POS_MAX_MASK 0x7fffffffu
+#define POS_NO_RECORD UINT32_MAX /* end of the free-record list */
+/* One bucket per distinct element, at most 2^31 of them, which fit in 2^32 buckets at 7/8. On
+** 32-bit targets the block size must fit size_t: 2^28 * 5 < 2^32. */
+#define POS_MAX_CAPACITY ((size_t)1 << (sizeof(size_t) >= 8 ? 32 : 28))
 /* Seed used for seed 0 under COBS_DETERMINISTIC_HASHING (digits of e). */
 #define POS_DETERMINISTIC_SEED UINT64_C(0x2B7E151628AED2A6)
 /* Debug builds with COBS_INTERNAL_CHECKS verify the whole index after every successful call that
@@ -167,24 +185,45 @@ static_assert(POS_LOG_MIN >= 1 && POS_LOG_MIN <= POS_LOG_CAPACITY, "log_limit's 
 ** Invariants (cobs_positions_check_invariants verifies each against the caller's ring):
 **   - capacity is a power of two in [POS_MIN_CAPACITY, POS_MAX_CAPACITY], mask == capacity - 1,
 **     shift == 64 - log2(capacity), slots == (uint32_t *)(ctrl + capacity);
-**   - count == the number of full buckets <= capacity * 7/8;
-**   - a full bucket's ctrl byte is hash(ring[slot]) & 0x7f and ring[slot] != 0;
+**   - count == the number of full buckets <= capacity * 7/8; entries == the number of (element,
+**     slot) pairs: one per plain bucket, plus each record's count;
+**   - a full bucket's ELEMENT is ring[slot] (plain) or its record's element; its ctrl byte is
+**     hash(element) & 0x7f, and no other full bucket has the same element;
+**   - a record named by a bucket is in use (element != 0), named by that bucket only, holds
+**     count >= 2 distinct slots, each holding the element in the ring, and dup_pos[s] is the
+**     position of each of its slots s; free records are chained through `count` from
+**     free_record;
 **   - reachability: every bucket from an entry's home to the entry is full;
-**   - every stored slot is < slot_bound, and no two entries have the same slot;
+**   - every stored slot (plain or in a record) is < slot_bound <= 2^31, and no two are equal;
 **   - log_count <= POS_LOG_CAPACITY; with log_count > 0, slot_bound == log_mask + 1 and the ring
-**     read through forward() is what the first two points speak of. */
+**     read through forward() is what the points above speak of. */
 typedef struct shift_record {
     uint32_t start;  /* first slot of the moved block, before the move */
     uint32_t length; /* elements in the block */
     int64_t delta;   /* slots moved (mod log_mask + 1); never 0 */
 } shift_record;
 
+/* The copies of an element present more than once (see DUPLICATES above). */
+typedef struct dup_record {
+    uintptr_t element; /* 0 while the record is free */
+    uint32_t *slots;   /* stored slots of every copy, unordered; capacity words */
+    uint32_t count;    /* copies (>= 2) while in use; the next free record while free */
+    uint32_t capacity;
+} dup_record;
+
 struct cobs_positions {
     uint8_t *ctrl;            /* ctrl[capacity]; start of the one block */
     uint32_t *slots;          /* slots[capacity], inside the block */
     size_t capacity;          /* buckets, a power of two */
     size_t mask;              /* capacity - 1 */
-    size_t count;             /* full buckets */
+    size_t count;             /* full buckets: distinct elements */
+    size_t entries;           /* (element, slot) pairs */
+    dup_record *records;      /* records[record_count], record_capacity allocated */
+    uint32_t record_count;
+    uint32_t record_capacity;
+    uint32_t free_record;     /* first free record, or POS_NO_RECORD */
+    uint32_t *dup_pos;        /* dup_pos[dup_pos_length]: stored slot -> position in its record */
+    size_t dup_pos_length;
     uint64_t seed;            /* hash seed */
     uint64_t slot_bound;      /* every stored slot is < slot_bound (0 when empty after clear) */
     unsigned shift;           /* 64 - log2(capacity): home = hash >> shift */
@@ -266,9 +305,33 @@ static inline size_t max_load_of(size_t capacity) {
     return capacity / POS_MAX_LOAD_DEN * POS_MAX_LOAD_NUM;
 }
 
-/* mask + 1 is a power of two (at most 2^32, which a uint32_t mask cannot exceed). */
+/* mask + 1 is a power of two, at most 2^31 (see POS_RECORD_BIT). */
 static inline bool mask_is_valid(uint32_t mask) {
-    return (((uint64_t)mask + 1) & (uint64_t)mask) == 0;
+    return (((uint64_t)mask + 1) & (uint64_t)mask) == 0 && mask <= POS_MAX_MASK;
+}
+
+static inline bool is_record(uint32_t field) {
+    return (field & POS_RECORD_BIT) != 0;
+}
+
+static inline dup_record *record_of(const struct cobs_positions *pos, uint32_t field) {
+    return &pos->records[field & ~POS_RECORD_BIT];
+}
+
+/* The element bucket `i` (full) stands for: its record's, or the ring's at its slot. */
+static inline uintptr_t bucket_element(const struct cobs_positions *pos, const uintptr_t *ring, size_t i) {
+    const uint32_t field = pos->slots[i];
+    return is_record(field) ? record_of(pos, field)->element : ring[forward(pos, field)];
+}
+
+/* Whether `record` holds stored slot `slot`, and where. */
+static inline bool record_holds(const struct cobs_positions *pos, const dup_record *record, uint32_t slot,
+                                uint32_t *position) {
+    if ((size_t)slot >= pos->dup_pos_length) return false;
+    const uint32_t p = pos->dup_pos[slot];
+    if (p >= record->count || record->slots[p] != slot) return false;
+    *position = p;
+    return true;
 }
 
 /* Whether a ring of mask + 1 words can hold every slot the index has stored. */
@@ -315,15 +378,153 @@ static void place(struct cobs_positions *pos, uint64_t h, uint8_t fp, uint32_t s
     pos->count++;
 }
 
-/* The bucket of the entry (element, slot), or SIZE_MAX. Does not read the ring. */
-static size_t find_entry(const struct cobs_positions *pos, uintptr_t element, uint32_t slot) {
+/* The bucket of the entry (element, slot), or SIZE_MAX; for a duplicated element also the
+** slot's position in the record (*position, else POS_NO_RECORD). Does not read the ring. */
+static size_t find_entry(const struct cobs_positions *pos, uintptr_t element, uint32_t slot, uint32_t *position) {
     const uint64_t h = hash_of(pos, element);
     const uint8_t fp = fingerprint_of(h);
+    *position = POS_NO_RECORD;
     for (size_t i = home_of(pos, h);; i = (i + 1) & pos->mask) {
         const uint8_t c = pos->ctrl[i];
         if (is_empty(c)) return SIZE_MAX;
-        if (c == fp && pos->slots[i] == slot) return i;
+        if (c != fp) continue;
+        const uint32_t field = pos->slots[i];
+        if (!is_record(field)) {
+            if (field == slot) return i;
+            continue;
+        }
+        const dup_record *record = record_of(pos, field);
+        if (record->element == element) return record_holds(pos, record, slot, position) ? i : SIZE_MAX;
     }
+}
+
+/* Makes dup_pos cover stored slot `slot` (new words zeroed: stale values are checked anyway, but
+** never left uninitialised). COBS_NO_MEMORY leaves it as it was. */
+static cobs_status cover_dup_pos(struct cobs_positions *pos, uint32_t slot) {
+    if ((size_t)slot < pos->dup_pos_length) return COBS_OK;
+    size_t length = pos->dup_pos_length < 64 ? 64 : pos->dup_pos_length;
+    while (length <= (size_t)slot) length *= 2;
+    uint32_t *grown = pos->allocator.allocate(pos->allocator.user, length * sizeof *grown);
+    if (grown == NULL) return COBS_NO_MEMORY;
+    if (pos->dup_pos_length > 0) memcpy(grown, pos->dup_pos, pos->dup_pos_length * sizeof *grown);
+    memset(grown + pos->dup_pos_length, 0, (length - pos->dup_pos_length) * sizeof *grown);
+    if (pos->dup_pos != NULL) {
+        pos->allocator.deallocate(pos->allocator.user, pos->dup_pos, pos->dup_pos_length * sizeof *grown);
+    }
+    pos->dup_pos = grown;
+    pos->dup_pos_length = length;
+    return COBS_OK;
+}
+
+/* Adds stored slot `slot` to `record` (which must not hold it). COBS_NO_MEMORY: unchanged. */
+static cobs_status record_add(struct cobs_positions *pos, dup_record *record, uint32_t slot) {
+    cobs_status st = cover_dup_pos(pos, slot);
+    if (st != COBS_OK) return st;
+    if (record->count == record->capacity) {
+        const uint32_t capacity = record->capacity * 2;
+        uint32_t *grown = pos->allocator.allocate(pos->allocator.user, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) return COBS_NO_MEMORY;
+        memcpy(grown, record->slots, (size_t)record->count * sizeof *grown);
+        pos->allocator.deallocate(pos->allocator.user, record->slots, (size_t)record->capacity * sizeof *grown);
+        record->slots = grown;
+        record->capacity = capacity;
+    }
+    pos->dup_pos[slot] = record->count;
+    record->slots[record->count++] = slot;
+    return COBS_OK;
+}
+
+/* A new record of `element` holding stored slots `a` and `b`; its index in *out. COBS_NO_MEMORY
+** leaves the index as it was. */
+static cobs_status record_new(struct cobs_positions *pos, uintptr_t element, uint32_t a, uint32_t b, uint32_t *out) {
+    const uint32_t larger = a > b ? a : b;
+    cobs_status st = cover_dup_pos(pos, larger);
+    if (st != COBS_OK) return st;
+    if (pos->free_record == POS_NO_RECORD && pos->record_count == pos->record_capacity) {
+        const uint32_t capacity = pos->record_capacity == 0 ? 4 : pos->record_capacity * 2;
+        if (capacity > POS_MAX_MASK) return COBS_NO_MEMORY;
+        dup_record *grown = pos->allocator.allocate(pos->allocator.user, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) return COBS_NO_MEMORY;
+        if (pos->record_count > 0) memcpy(grown, pos->records, (size_t)pos->record_count * sizeof *grown);
+        if (pos->records != NULL) {
+            pos->allocator.deallocate(pos->allocator.user, pos->records, (size_t)pos->record_capacity * sizeof *grown);
+        }
+        pos->records = grown;
+        pos->record_capacity = capacity;
+    }
+    uint32_t *slots = pos->allocator.allocate(pos->allocator.user, 4 * sizeof *slots);
+    if (slots == NULL) return COBS_NO_MEMORY;
+    uint32_t index;
+    if (pos->free_record != POS_NO_RECORD) {
+        index = pos->free_record;
+        pos->free_record = pos->records[index].count;
+    } else {
+        index = pos->record_count++;
+    }
+    slots[0] = a;
+    slots[1] = b;
+    pos->records[index] = (dup_record){element, slots, 2, 4};
+    pos->dup_pos[a] = 0;
+    pos->dup_pos[b] = 1;
+    *out = index;
+    return COBS_OK;
+}
+
+/* Returns record `index` to the free list, freeing its slots. */
+static void record_free(struct cobs_positions *pos, uint32_t index) {
+    dup_record *record = &pos->records[index];
+    pos->allocator.deallocate(pos->allocator.user, record->slots, (size_t)record->capacity * sizeof *record->slots);
+    *record = (dup_record){0, NULL, pos->free_record, 0};
+    pos->free_record = index;
+}
+
+static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, size_t capacity);
+
+/* Frees every record (the index is being cleared or destroyed). */
+static void records_clear(struct cobs_positions *pos) {
+    for (uint32_t i = 0; i < pos->record_count; i++) {
+        dup_record *record = &pos->records[i];
+        if (record->element != 0) {
+            pos->allocator.deallocate(pos->allocator.user, record->slots,
+                                      (size_t)record->capacity * sizeof *record->slots);
+        }
+    }
+    pos->record_count = 0;
+    pos->free_record = POS_NO_RECORD;
+}
+
+/* Records (element, slot) — not yet recorded, ring[forward(slot)] == element — joining the
+** element's bucket or record when it has one. Grows the table (reading the ring) when a new
+** bucket is needed. COBS_NO_MEMORY leaves the index as it was. */
+static cobs_status add_pair(struct cobs_positions *pos, const uintptr_t *ring, uintptr_t element, uint32_t slot) {
+    const uint64_t h = hash_of(pos, element);
+    const uint8_t fp = fingerprint_of(h);
+    for (size_t i = home_of(pos, h); !is_empty(pos->ctrl[i]); i = (i + 1) & pos->mask) {
+        if (pos->ctrl[i] != fp) continue;
+        const uint32_t field = pos->slots[i];
+        if (is_record(field)) {
+            dup_record *record = record_of(pos, field);
+            if (record->element != element) continue;
+            const cobs_status st = record_add(pos, record, slot);
+            if (st == COBS_OK) pos->entries++;
+            return st;
+        }
+        if (ring[forward(pos, field)] != element) continue;
+        uint32_t index;
+        const cobs_status st = record_new(pos, element, field, slot, &index);
+        if (st != COBS_OK) return st;
+        pos->slots[i] = POS_RECORD_BIT | index;
+        pos->entries++;
+        return COBS_OK;
+    }
+    if (pos->count + 1 > max_load_of(pos->capacity)) {
+        if (pos->capacity >= POS_MAX_CAPACITY) return COBS_NO_MEMORY;
+        const cobs_status st = resize(pos, ring, pos->capacity * 2);
+        if (st != COBS_OK) return st;
+    }
+    place(pos, h, fp, slot);
+    pos->entries++;
+    return COBS_OK;
 }
 
 /* Empties bucket `hole` by backward shift; reads the ring to home the entries it examines. */
@@ -335,7 +536,7 @@ static void erase_at(struct cobs_positions *pos, const uintptr_t *ring, size_t h
         j = (j + 1) & mask;
         const uint8_t c = pos->ctrl[j];
         if (is_empty(c)) break;
-        const size_t home = home_of(pos, hash_of(pos, ring[forward(pos, pos->slots[j])]));
+        const size_t home = home_of(pos, hash_of(pos, bucket_element(pos, ring, j)));
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             pos->ctrl[hole] = c;
             pos->slots[hole] = pos->slots[j];
@@ -359,13 +560,15 @@ static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, siz
     for (size_t i = 0; i < old.capacity; i++) {
         const uint8_t c = old.ctrl[i];
         if (is_empty(c)) continue;
-        const uint64_t h = hash_of(pos, ring[forward(pos, old.slots[i])]);
+        const uint32_t field = old.slots[i];
+        const uint64_t h = hash_of(pos, is_record(field) ? record_of(pos, field)->element
+                                                         : ring[forward(pos, field)]);
         if (fingerprint_of(h) != c) {
             free_block(pos);
             *pos = old;
             return COBS_INVALID_ARGUMENT;
         }
-        place(pos, h, c, old.slots[i]);
+        place(pos, h, c, field);
     }
     COBS_CHECK(pos->count == old.count, "positions: entries lost or duplicated while rehashing");
     free_block(&old);
@@ -414,6 +617,13 @@ cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cob
     pos->allocator = *allocator;
     pos->seed = seed;
     pos->count = 0;
+    pos->entries = 0;
+    pos->records = NULL;
+    pos->record_count = 0;
+    pos->record_capacity = 0;
+    pos->free_record = POS_NO_RECORD;
+    pos->dup_pos = NULL;
+    pos->dup_pos_length = 0;
     pos->slot_bound = 0;
     pos->log_count = 0;
     pos->log_mask = 0;
@@ -425,6 +635,9 @@ cobs_status cobs_positions_create(size_t capacity_hint, uint64_t seed, const cob
 void cobs_positions_destroy(cobs_positions *pos) {
     if (pos == NULL) return;
     const cobs_allocator a = pos->allocator;
+    records_clear(pos);
+    if (pos->records != NULL) a.deallocate(a.user, pos->records, (size_t)pos->record_capacity * sizeof *pos->records);
+    if (pos->dup_pos != NULL) a.deallocate(a.user, pos->dup_pos, pos->dup_pos_length * sizeof *pos->dup_pos);
     free_block(pos);
     a.deallocate(a.user, pos, sizeof *pos);
 }
@@ -440,18 +653,10 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, ui
         return COBS_INVALID_ARGUMENT;
     }
     const uint32_t slot = to_stored(pos, current);
-    const uint64_t h = hash_of(pos, element);
-    const uint8_t fp = fingerprint_of(h);
-    /* The probe to the first empty bucket passes every entry of `element`: reject a duplicate. */
-    for (size_t i = home_of(pos, h); !is_empty(pos->ctrl[i]); i = (i + 1) & pos->mask) {
-        if (pos->ctrl[i] == fp && pos->slots[i] == slot) return COBS_INVALID_ARGUMENT;
-    }
-    if (pos->count + 1 > max_load_of(pos->capacity)) {
-        if (pos->capacity >= POS_MAX_CAPACITY) return COBS_NO_MEMORY;
-        const cobs_status st = resize(pos, ring, pos->capacity * 2);
-        if (st != COBS_OK) return st;
-    }
-    place(pos, h, fp, slot);
+    uint32_t position;
+    if (find_entry(pos, element, slot, &position) != SIZE_MAX) return COBS_INVALID_ARGUMENT; /* already recorded */
+    const cobs_status st = add_pair(pos, ring, element, slot);
+    if (st != COBS_OK) return st;
     if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
     VERIFY(pos, ring, mask);
     return COBS_OK;
@@ -463,9 +668,26 @@ cobs_status cobs_positions_remove(cobs_positions *pos, const uintptr_t *ring, ui
         !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
         return COBS_INVALID_ARGUMENT;
     }
-    const size_t at = find_entry(pos, element, to_stored(pos, slot));
+    uint32_t position;
+    const size_t at = find_entry(pos, element, to_stored(pos, slot), &position);
     if (at == SIZE_MAX) return COBS_NOT_FOUND;
-    erase_at(pos, ring, at);
+    pos->entries--;
+    if (position == POS_NO_RECORD) {
+        erase_at(pos, ring, at);
+    } else {
+        /* Swap the copy with the record's last; a record left with one copy becomes a plain slot. */
+        const uint32_t index = pos->slots[at] & ~POS_RECORD_BIT;
+        dup_record *record = &pos->records[index];
+        const uint32_t last = record->slots[--record->count];
+        if (position != record->count) {
+            record->slots[position] = last;
+            pos->dup_pos[last] = position;
+        }
+        if (record->count == 1) {
+            pos->slots[at] = record->slots[0];
+            record_free(pos, index);
+        }
+    }
     VERIFY(pos, ring, mask);
     return COBS_OK;
 }
@@ -476,10 +698,18 @@ cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t el
         !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
         return COBS_INVALID_ARGUMENT;
     }
-    const size_t at = find_entry(pos, element, to_stored(pos, from));
+    uint32_t position;
+    const size_t at = find_entry(pos, element, to_stored(pos, from), &position);
     if (at == SIZE_MAX) return COBS_NOT_FOUND;
     const uint32_t stored = to_stored(pos, to);
-    pos->slots[at] = stored;
+    if (position == POS_NO_RECORD) {
+        pos->slots[at] = stored;
+    } else {
+        const cobs_status st = cover_dup_pos(pos, stored);
+        if (st != COBS_OK) return st;
+        record_of(pos, pos->slots[at])->slots[position] = stored;
+        pos->dup_pos[stored] = position;
+    }
     if ((uint64_t)stored + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)stored + 1;
     return COBS_OK;
 }
@@ -491,7 +721,7 @@ cobs_status cobs_positions_shift(cobs_positions *pos, uint32_t mask, uint32_t fi
         (uint64_t)count + (uint64_t)(delta < 0 ? -delta : delta) > (uint64_t)mask + 1) {
         return COBS_INVALID_ARGUMENT;
     }
-    if (count == 0 || delta == 0 || pos->count == 0) return COBS_OK;
+    if (count == 0 || delta == 0 || pos->entries == 0) return COBS_OK;
     if (pos->log_count >= log_limit(pos)) return COBS_BUFFER_TOO_SMALL;
     pos->log[pos->log_count++] = (shift_record){first, count, delta};
     pos->log_mask = mask;
@@ -510,14 +740,24 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ri
     const uint64_t h = hash_of(pos, element);
     const uint8_t fp = fingerprint_of(h);
     size_t n = 0;
+    /* One bucket per element: the probe ends at the element's bucket or at an empty one. */
     for (size_t i = home_of(pos, h);; i = (i + 1) & pos->mask) {
         const uint8_t c = pos->ctrl[i];
         if (is_empty(c)) break;
         if (c != fp) continue;
-        const uint32_t slot = forward(pos, pos->slots[i]);
+        const uint32_t field = pos->slots[i];
+        if (is_record(field)) {
+            const dup_record *record = record_of(pos, field);
+            if (record->element != element) continue;
+            for (uint32_t k = 0; k < record->count && k < capacity; k++) slots_out[k] = forward(pos, record->slots[k]);
+            n = record->count;
+            break;
+        }
+        const uint32_t slot = forward(pos, field);
         if (ring[slot] != element) continue;
-        if (n < capacity) slots_out[n] = slot;
-        n++;
+        if (capacity > 0) slots_out[0] = slot;
+        n = 1;
+        break;
     }
     *count = n;
     return n > capacity ? COBS_BUFFER_TOO_SMALL : COBS_OK;
@@ -545,12 +785,18 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, u
         }
     }
     memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
+    records_clear(pos);
     pos->count = 0;
+    pos->entries = 0;
     pos->log_count = 0;
+    pos->slot_bound = 0;
     for (size_t i = 0; i < count; i++) {
         const uint32_t slot = (uint32_t)((head + i) & mask);
-        const uint64_t h = hash_of(pos, ring[slot]);
-        place(pos, h, fingerprint_of(h), slot);
+        if (add_pair(pos, ring, ring[slot], slot) != COBS_OK) {
+            /* Out of memory for a duplicate record: an empty index is consistent (and stale). */
+            cobs_positions_clear(pos);
+            return COBS_NO_MEMORY;
+        }
     }
     /* The largest slot used: head + count - 1, or mask when the range wraps. */
     pos->slot_bound = count == 0 ? 0
@@ -563,17 +809,25 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, u
 void cobs_positions_clear(cobs_positions *pos) {
     if (pos == NULL) return;
     memset(pos->ctrl, POS_CTRL_EMPTY, pos->capacity);
+    records_clear(pos);
     pos->count = 0;
+    pos->entries = 0;
     pos->slot_bound = 0;
     pos->log_count = 0;
 }
 
 size_t cobs_positions_count(const cobs_positions *pos) {
-    return pos == NULL ? 0 : pos->count;
+    return pos == NULL ? 0 : pos->entries;
 }
 
 size_t cobs_positions_bytes(const cobs_positions *pos) {
-    return pos == NULL ? 0 : sizeof *pos + pos->capacity * POS_BUCKET_BYTES;
+    if (pos == NULL) return 0;
+    size_t bytes = sizeof *pos + pos->capacity * POS_BUCKET_BYTES;
+    bytes += (size_t)pos->record_capacity * sizeof *pos->records + pos->dup_pos_length * sizeof *pos->dup_pos;
+    for (uint32_t i = 0; i < pos->record_count; i++) {
+        bytes += (size_t)pos->records[i].capacity * sizeof *pos->records[i].slots;
+    }
+    return bytes;
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -620,50 +874,110 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
     ** skipped if it cannot be allocated. */
     const size_t words = (size_t)(((uint64_t)mask + 64) / 64);
     uint64_t *seen = calloc(words, sizeof *seen);
-    size_t full = 0;
+    /* Slots must be distinct, below the bound and hold the element in the ring. */
+#define CHECK_SLOT(where, slot, element)                                                           \
+    do {                                                                                           \
+        if ((uint64_t)(slot) >= pos->slot_bound) {                                                 \
+            report(pos, &problems, "%s: slot %" PRIu32 " beyond the recorded bound", where, slot);  \
+        } else {                                                                                   \
+            if (seen != NULL) {                                                                    \
+                if (seen[(slot) / 64] & (UINT64_C(1) << ((slot) % 64))) {                         \
+                    report(pos, &problems, "%s: slot %" PRIu32 " recorded twice", where, slot);     \
+                }                                                                                  \
+                seen[(slot) / 64] |= UINT64_C(1) << ((slot) % 64);                                 \
+            }                                                                                      \
+            if (ring[forward(pos, slot)] != (element)) {                                           \
+                report(pos, &problems, "%s: ring slot %" PRIu32 " holds %#" PRIxPTR ", not %#" PRIxPTR, \
+                       where, forward(pos, slot), ring[forward(pos, slot)], (uintptr_t)(element));  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    char where[48];
+    size_t full = 0, pairs = 0, named_records = 0;
     for (size_t b = 0; b < capacity; b++) {
         const uint8_t c = pos->ctrl[b];
         if (is_empty(c)) continue;
         full++;
-        const uint32_t slot = pos->slots[b];
+        snprintf(where, sizeof where, "bucket %zu", b);
         if (c > POS_FP_MASK) {
-            report(pos, &problems, "bucket %zu: ctrl byte 0x%02x is neither empty nor a fingerprint",
-                   b, c);
+            report(pos, &problems, "%s: ctrl byte 0x%02x is neither empty nor a fingerprint", where, c);
             continue;
         }
-        if ((uint64_t)slot >= pos->slot_bound) {
-            report(pos, &problems, "bucket %zu: slot %" PRIu32 " beyond the recorded bound", b, slot);
-            continue;
-        }
-        if (seen != NULL) {
-            if (seen[slot / 64] & (UINT64_C(1) << (slot % 64))) {
-                report(pos, &problems, "bucket %zu: slot %" PRIu32 " recorded twice", b, slot);
+        const uint32_t field = pos->slots[b];
+        uintptr_t element;
+        if (is_record(field)) {
+            const uint32_t index = field & ~POS_RECORD_BIT;
+            if (index >= pos->record_count || pos->records[index].element == 0) {
+                report(pos, &problems, "%s: names record %" PRIu32 ", which is not in use", where, index);
+                continue;
             }
-            seen[slot / 64] |= UINT64_C(1) << (slot % 64);
-        }
-        const uintptr_t element = ring[forward(pos, slot)];
-        if (element == 0) {
-            report(pos, &problems, "bucket %zu: ring slot %" PRIu32 " holds no element", b, forward(pos, slot));
-            continue;
+            named_records++;
+            const dup_record *record = &pos->records[index];
+            element = record->element;
+            if (record->count < 2 || record->count > record->capacity) {
+                report(pos, &problems, "%s: record %" PRIu32 " holds %" PRIu32 " copies (capacity %" PRIu32 ")",
+                       where, index, record->count, record->capacity);
+                continue;
+            }
+            for (uint32_t k = 0; k < record->count; k++) {
+                const uint32_t slot = record->slots[k];
+                CHECK_SLOT(where, slot, element);
+                if ((size_t)slot >= pos->dup_pos_length || pos->dup_pos[slot] != k) {
+                    report(pos, &problems, "%s: dup_pos of slot %" PRIu32 " is not its position %" PRIu32, where, slot, k);
+                }
+            }
+            pairs += record->count;
+        } else {
+            if ((uint64_t)field >= pos->slot_bound) {
+                report(pos, &problems, "%s: slot %" PRIu32 " beyond the recorded bound", where, field);
+                continue;
+            }
+            element = ring[forward(pos, field)];
+            if (element == 0) {
+                report(pos, &problems, "%s: ring slot %" PRIu32 " holds no element", where, forward(pos, field));
+                continue;
+            }
+            CHECK_SLOT(where, field, element);
+            pairs++;
         }
         const uint64_t h = hash_of(pos, element);
         if (fingerprint_of(h) != c) {
-            report(pos, &problems,
-                   "bucket %zu: fingerprint 0x%02x, but ring slot %" PRIu32 " holds %#" PRIxPTR
-                   " (fingerprint 0x%02x)",
-                   b, c, slot, element, fingerprint_of(h));
+            report(pos, &problems, "%s: fingerprint 0x%02x, but its element %#" PRIxPTR " has 0x%02x", where, c,
+                   element, fingerprint_of(h));
             continue;
         }
+        /* Reachable from its home, and the first bucket of its element on the way (one per element). */
         for (size_t i = home_of(pos, h); i != b; i = (i + 1) & pos->mask) {
             if (is_empty(pos->ctrl[i])) {
-                report(pos, &problems, "bucket %zu: unreachable from its home %zu (bucket %zu empty)",
-                       b, home_of(pos, h), i);
+                report(pos, &problems, "%s: unreachable from its home %zu (bucket %zu empty)", where,
+                       home_of(pos, h), i);
+                break;
+            }
+            if (pos->ctrl[i] == c && bucket_element(pos, ring, i) == element) {
+                report(pos, &problems, "%s: element %#" PRIxPTR " also has bucket %zu", where, element, i);
                 break;
             }
         }
     }
+#undef CHECK_SLOT
     free(seen);
+    size_t in_use = 0, free_listed = 0;
+    for (uint32_t i = 0; i < pos->record_count; i++) in_use += pos->records[i].element != 0;
+    for (uint32_t i = pos->free_record; i != POS_NO_RECORD && free_listed <= pos->record_count; i = pos->records[i].count) {
+        if (i >= pos->record_count || pos->records[i].element != 0) {
+            report(pos, &problems, "free record list reaches record %" PRIu32 ", which is in use or out of range", i);
+            break;
+        }
+        free_listed++;
+    }
+    if (in_use != named_records) {
+        report(pos, &problems, "%zu records in use, but %zu buckets name one", in_use, named_records);
+    }
+    if (in_use + free_listed != pos->record_count) {
+        report(pos, &problems, "%zu records in use and %zu free, of %" PRIu32, in_use, free_listed, pos->record_count);
+    }
     if (full != pos->count) report(pos, &problems, "count %zu, but %zu buckets full", pos->count, full);
+    if (pairs != pos->entries) report(pos, &problems, "entries %zu, but %zu pairs recorded", pos->entries, pairs);
     if (pos->count > max_load_of(capacity)) {
         report(pos, &problems, "count %zu above the 7/8 load of %zu buckets", pos->count, capacity);
     }
@@ -675,7 +989,7 @@ size_t cobs_positions_max_displacement(const cobs_positions *pos, const uintptr_
     size_t longest = 0;
     for (size_t b = 0; b < pos->capacity; b++) {
         if (is_empty(pos->ctrl[b])) continue;
-        const size_t home = home_of(pos, hash_of(pos, ring[forward(pos, pos->slots[b])]));
+        const size_t home = home_of(pos, hash_of(pos, bucket_element(pos, ring, b)));
         const size_t d = (b - home) & pos->mask;
         if (d > longest) longest = d;
     }

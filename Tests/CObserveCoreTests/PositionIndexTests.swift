@@ -283,6 +283,74 @@ final class PositionIndexTests: XCTestCase {
         index.assertInvariants(ring)
     }
 
+    // MARK: Many copies of one element
+
+    func testTwentyThousandCopiesOfOneElementShareOneBucketAndStayO1PerCopy() {
+        var rng = SplitMix64(seed: 0xD0B1_E5)
+        let ring = TestRing(mask: (1 << 15) - 1), index = TestPositions()
+        let repeated = element(7)
+        var slots: [UInt32] = []
+        // Copies interleaved with 1,000 distinct elements, which must not queue behind them.
+        for slot in 0..<21_000 as Range<UInt32> {
+            if slot % 21 == 0 {
+                assertStatus(index.insert(ring, element(1_000 + Int(slot)), at: slot), COBS_OK)
+            } else {
+                assertStatus(index.insert(ring, repeated, at: slot), COBS_OK)
+                slots.append(slot)
+            }
+        }
+        XCTAssertEqual(index.count, 21_000, "every copy is an entry")
+        XCTAssertLessThan(cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask), 32,
+                          "one bucket for all the copies: no cluster for the others to walk")
+        XCTAssertEqual(index.lookup(ring, repeated, capacity: 32_768).slots, slots)
+        assertStatus(index.insert(ring, repeated, at: slots[123]), COBS_INVALID_ARGUMENT, "a copy is recorded once")
+        index.assertInvariants(ring)
+        // Move some copies into free slots, remove most in random order, down to one and to none.
+        for k in 0..<500 {
+            let to = UInt32(21_000 + k)
+            assertStatus(index.move(ring, repeated, from: slots[k], to: to), COBS_OK)
+            ring[slots[k]] = 0
+            slots[k] = to
+        }
+        slots.shuffle(using: &rng)
+        while slots.count > 1 {
+            let slot = slots.removeLast()
+            assertStatus(index.remove(ring, repeated, at: slot), COBS_OK)
+            ring[slot] = 0
+            if slots.count % 4_999 == 0 { index.assertInvariants(ring) }
+        }
+        XCTAssertEqual(index.lookup(ring, repeated).slots, slots, "one copy left: a plain entry again")
+        assertStatus(index.remove(ring, repeated, at: slots[0]), COBS_OK)
+        XCTAssertEqual(index.lookup(ring, repeated).count, 0)
+        XCTAssertEqual(index.count, 1_000)
+        index.assertInvariants(ring)
+    }
+
+    func testNoMemoryForADuplicateRecordLeavesTheIndexAsItWas() {
+        let allocator = CountingAllocator()
+        let ring = TestRing(mask: 63)
+        let index = TestPositions(allocator: allocator.cAllocator)
+        index.insert(ring, element(1), at: 1)
+        allocator.failing = true
+        assertStatus(index.insert(ring, element(1), at: 2), COBS_NO_MEMORY)   // a second copy needs a record
+        ring[2] = 0
+        XCTAssertEqual(index.count, 1)
+        XCTAssertEqual(index.slots(ring, element(1)), [1])
+        index.assertInvariants(ring)
+        allocator.failing = false
+        assertStatus(index.insert(ring, element(1), at: 2), COBS_OK)
+        XCTAssertEqual(index.slots(ring, element(1)), [1, 2])
+        index.assertInvariants(ring)
+    }
+
+    func testRingsAboveTwoToTheThirtyFirstSlotsAreRefused() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        // The mask is only checked, never used to read: a 16-slot ring stands in for a 2^32 one.
+        assertStatus(cobs_positions_insert(index.raw, ring.pointer, UInt32.max, element(1), 0), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, UInt32.max, 0, 0), COBS_INVALID_ARGUMENT)
+        XCTAssertEqual(index.count, 0)
+    }
+
     // MARK: At 100,000 elements
 
     func testMaxDisplacementIsBoundedForOneHundredThousandSequentialAlignedAddresses() {

@@ -396,12 +396,16 @@ internal final class _SwiftBatchComposer: _BatchComposing {
 
 /// Element address -> slots, in two dictionaries: the first slot of every element, and the
 /// further slots of elements that appear more than once (rare), so that the common case costs
-/// one dictionary entry and no per-element array. Unlike the C index it stores the addresses
-/// and does not need the ring to answer; it reads the ring only where the contract says the C
-/// index would check it (insert, checkInvariants), so both backends trap on the same misuse.
+/// one dictionary entry and no per-element array. `_morePosition` gives each further slot's
+/// position in its element's array, so a copy is added, removed or moved in O(1) however many
+/// copies there are (as in the C index's duplicate records). Unlike the C index it stores the
+/// addresses and does not need the ring to answer; it reads the ring only where the contract
+/// says the C index would check it (insert, checkInvariants), so both backends trap on the same
+/// misuse.
 internal final class _SwiftPositionIndex: _PositionIndexing {
     private var _first: [UInt: UInt32]
     private var _more: [UInt: [UInt32]] = [:]
+    private var _morePosition: [UInt32: Int] = [:]
     private(set) var count = 0
 
     init(capacityHint: Int) {
@@ -410,7 +414,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
 
     @inline(__always)
     private static func _maskIsValid(_ mask: UInt32) -> Bool {
-        (UInt64(mask) + 1) & UInt64(mask) == 0
+        (UInt64(mask) + 1) & UInt64(mask) == 0 && mask <= 0x7FFF_FFFF
     }
 
     @inline(never)
@@ -418,15 +422,39 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         fatalError("ObserveCore internal error: position index \(what)")
     }
 
+    /// The position of `slot` among `element`'s further slots, if it is one of them.
+    private func _position(of slot: UInt32, element: UInt) -> Int? {
+        guard let position = _morePosition[slot], let more = _more[element],
+              position < more.count, more[position] == slot else { return nil }
+        return position
+    }
+
+    private func _appendMore(_ slot: UInt32, element: UInt) {
+        _morePosition[slot] = _more[element]?.count ?? 0
+        _more[element, default: []].append(slot)
+    }
+
+    /// Removes the further slot at `position` (swapping the last into its place).
+    private func _removeMore(at position: Int, element: UInt) {
+        let removed = _more[element]![position]
+        let last = _more[element]!.removeLast()
+        if last != removed {
+            _more[element]![position] = last
+            _morePosition[last] = position
+        }
+        _morePosition[removed] = nil
+        if _more[element]!.isEmpty { _more[element] = nil }
+    }
+
     func insert(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32) {
         if element == 0 || !Self._maskIsValid(mask) || slot > mask || ring[Int(slot)] != element {
             Self._fail("insert: invalid arguments (element \(element), slot \(slot), mask \(mask))")
         }
         if let first = _first[element] {
-            if first == slot || _more[element]?.contains(slot) == true {
+            if first == slot || _position(of: slot, element: element) != nil {
                 Self._fail("insert: (element \(element), slot \(slot)) is already recorded")
             }
-            _more[element, default: []].append(slot)
+            _appendMore(slot, element: element)
         } else {
             _first[element] = slot
         }
@@ -439,19 +467,19 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         }
         guard let first = _first[element] else { Self._fail("remove: (element \(element), slot \(slot)) not found") }
         if first == slot {
-            if var more = _more[element] {
-                _first[element] = more.removeLast()
-                _more[element] = more.isEmpty ? nil : more
+            if let more = _more[element] {
+                // The last further slot becomes the first.
+                let promoted = more[more.count - 1]
+                _removeMore(at: more.count - 1, element: element)
+                _first[element] = promoted
             } else {
                 _first[element] = nil
             }
         } else {
-            guard var more = _more[element], let i = more.firstIndex(of: slot) else {
+            guard let position = _position(of: slot, element: element) else {
                 Self._fail("remove: (element \(element), slot \(slot)) not found")
             }
-            more.swapAt(i, more.count - 1)
-            more.removeLast()
-            _more[element] = more.isEmpty ? nil : more
+            _removeMore(at: position, element: element)
         }
         count -= 1
     }
@@ -462,8 +490,10 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         }
         if _first[element] == from {
             _first[element] = to
-        } else if let i = _more[element]?.firstIndex(of: from) {
-            _more[element]![i] = to
+        } else if let position = _position(of: from, element: element) {
+            _more[element]![position] = to
+            _morePosition[from] = nil
+            _morePosition[to] = position
         } else {
             Self._fail("move: (element \(element), slot \(from)) not found")
         }
@@ -503,17 +533,15 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         for i in 0..<n where ring[(Int(head) + i) & Int(mask)] == 0 {
             Self._fail("rebuild: ring slot \((Int(head) + i) & Int(mask)) holds no element")
         }
-        _first.removeAll(keepingCapacity: true)
-        _more.removeAll(keepingCapacity: true)
+        clear()
         _first.reserveCapacity(n)
-        count = 0
         for i in 0..<n {
             let slot = UInt32((Int(head) + i) & Int(mask))
             let element = ring[Int(slot)]
             if _first[element] == nil {
                 _first[element] = slot
             } else {
-                _more[element, default: []].append(slot)
+                _appendMore(slot, element: element)
             }
             count += 1
         }
@@ -522,6 +550,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
     func clear() {
         _first.removeAll(keepingCapacity: true)
         _more.removeAll(keepingCapacity: true)
+        _morePosition.removeAll(keepingCapacity: true)
         count = 0
     }
 
@@ -532,6 +561,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         let moreBucket = MemoryLayout<UInt>.stride + MemoryLayout<[UInt32]>.stride
         var total = _first.capacity * firstBucket + _first.capacity / 8
         total += _more.capacity * moreBucket + _more.capacity / 8
+        total += _morePosition.capacity * (MemoryLayout<UInt32>.stride + MemoryLayout<Int>.stride) + _morePosition.capacity / 8
         for slots in _more.values { total += 32 + slots.capacity * MemoryLayout<UInt32>.stride }
         return total
     }
@@ -552,8 +582,14 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         for (element, slots) in _more {
             _require(!slots.isEmpty && _first[element] != nil,
                      "ObserveCore: position index has further slots for \(element) but no first one")
-            for slot in slots { check(element, slot) }
+            for (position, slot) in slots.enumerated() {
+                check(element, slot)
+                _require(_morePosition[slot] == position,
+                         "ObserveCore: position index: further slot \(slot) of \(element) is not at its recorded position")
+            }
         }
+        _require(_morePosition.count == _more.values.reduce(0) { $0 + $1.count },
+                 "ObserveCore: position index keeps positions of slots it no longer holds")
         _require(total == count, "ObserveCore: position index count \(count), but \(total) entries")
     }
 }
