@@ -256,12 +256,15 @@ extension ObservableArray {
     /// Called by the tracker when a property of `element` changed.
     internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
                                     oldValue: () -> Any, newValue: () -> Any) {
-        // The box is held only by `boxObject` across the calls below (each downcast is a
-        // temporary), so that `_recycle` finds it uniquely referenced when no handler kept it.
+        // The box is held only by `boxObject` across the calls below (filling borrows it, the
+        // change is a temporary), so that `_recycle` finds it uniquely referenced when no handler
+        // kept it. Borrowing, not a downcast temporary, spares a retain/release pair.
         var boxObject = _takeChangeBox()
-        if let (cache, range) = _prepareElementChange(unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self),
-                                                      tracker: tracker, keyID: keyID, element: element,
-                                                      oldValue: oldValue, newValue: newValue) {
+        let prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
+            _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
+                                  keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+        }
+        if let (cache, range) = prepared {
             _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
                                   cache: cache, range: range, keyID: keyID)
         }
@@ -276,8 +279,12 @@ extension ObservableArray {
     -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
         _lock.lock()
         defer { _lock.unlock() }
+        // The storage is used borrowed: nothing below replaces it while the lock is held, and a
+        // retain/release pair around each call that takes it cost two atomic operations each.
+        let storage = Unmanaged.passUnretained(_storage)
         guard tracker === _tracker, tracker.isActive,
-              tracker.appendModifyRuns(of: element, ring: _storage, to: &box.runs) else { return nil }
+              storage._withUnsafeGuaranteedRef({ tracker.appendModifyRuns(of: element, ring: $0, to: &box.runs) })
+        else { return nil }
         if let batch = _batch {
             // Inside a batch the element's indices are in a state observers have not been told
             // about yet: the change joins the batch's one coalesced change as modifications.
@@ -312,7 +319,7 @@ extension ObservableArray {
             kvoRegistrar._leaveReadSection()
             return nil
         }
-        box.fillElementChange(snapshot: _storage, keyID: keyID, keyPath: { tracker.keyPath(for: keyID) },
+        box.fillElementChange(snapshot: storage.takeUnretainedValue(), keyID: keyID, keyPath: { tracker.keyPath(for: keyID) },
                               oldValue: wantsOld ? oldValue() : nil, newValue: wantsNew ? newValue() : nil)
         return (cache, range)
     }
@@ -347,7 +354,9 @@ extension ObservableArray {
     /// kept the change, or a queue delivery still pending, keeps the box to itself).
     private func _recycle(_ box: inout AnyObject) {
         guard isKnownUniquelyReferenced(&box) else { return }
-        unsafeDowncast(box, to: _ArrayChangeBox<Element>.self).clearForReuse()
+        Unmanaged.passUnretained(box)._withUnsafeGuaranteedRef {
+            unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).clearForReuse()
+        }
         let retained = Unmanaged<AnyObject>.passRetained(box)
         let bits = UInt(bitPattern: retained.toOpaque())
         if !_spareChangeBox.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged {
