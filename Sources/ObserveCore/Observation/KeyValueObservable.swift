@@ -255,8 +255,12 @@ extension KeyValueObservable {
         return _registrations(keyID).compactMap { $0.hasObserver ? $0._observer : nil }
     }
 
-    /// The number of live registrations on this object (all key paths, all forms).
-    public var observationCount: Int { _registrations(nil).count }
+    /// The number of live registrations on this object (all key paths, all forms). A
+    /// registration whose observer has died is not counted, even before a change finds it gone
+    /// and removes it.
+    public var observationCount: Int {
+        _registrations(nil).reduce(0) { $0 + ($1.hasObserver && $1._observer == nil ? 0 : 1) }
+    }
 
     /// A readable listing of this object's registrations, one per line.
     public var observationDebugDescription: String {

@@ -15,6 +15,7 @@ struct ObserverRegistrationTests {
         #expect(watcher?.seen == ["a"])
         watcher = nil
         #expect(tracker.survivors.isEmpty, "the registration must hold its observer weakly")
+        #expect(person.observationCount == 0, "a dead observer's registration is not counted, even before a change")
         person.name = "b"   // never messages the dead observer; drops the registration instead
         #expect(person.observationCount == 0)
     }
