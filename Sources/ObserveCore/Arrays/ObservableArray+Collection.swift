@@ -125,31 +125,40 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     }
 
     /// Iterates over a snapshot of the contents taken when iteration starts.
+    ///
+    /// The contents occupy at most two runs of consecutive slots (from the head to the end of
+    /// the allocation, then from its start); `next()` walks a pointer through the current run,
+    /// so a loop over the array costs what a loop over a buffer does.
     public struct Iterator: IteratorProtocol {
         /// Keeps the snapshot alive (and unmutated: the array copies shared storage first).
         @usableFromInline let _storage: _RingBuffer<Element>
-        // The ring's geometry, read once: `next()` then touches no class field.
-        @usableFromInline let _base: UnsafeMutablePointer<Element>
-        @usableFromInline let _mask: Int
-        @usableFromInline let _head: Int
-        @usableFromInline let _count: Int
-        @usableFromInline var _index = 0
+        /// The next element, and the end of the run it is in.
+        @usableFromInline var _next: UnsafeMutablePointer<Element>
+        @usableFromInline var _runEnd: UnsafeMutablePointer<Element>
+        /// The length of the run that wraps to the start of the allocation, until it is entered.
+        @usableFromInline var _wrappedLength: Int
 
         @inlinable
         init(_storage: _RingBuffer<Element>) {
             self._storage = _storage
-            _base = _storage.base
-            _mask = _storage.capacity &- 1
-            _head = _storage.head
-            _count = _storage.count
+            let base = _storage.base, head = _storage.head, count = _storage.count
+            let firstRun = Swift.min(count, _storage.capacity &- head)
+            _next = base + head
+            _runEnd = base + head + firstRun
+            _wrappedLength = count &- firstRun
         }
 
         /// The next element of the snapshot, or nil at its end.
         @inlinable
         public mutating func next() -> Element? {
-            guard _index < _count else { return nil }
-            defer { _index &+= 1 }
-            return _base[(_head &+ _index) & _mask]
+            if _slowPath(_next == _runEnd) {
+                guard _wrappedLength > 0 else { return nil }
+                _next = _storage.base
+                _runEnd = _next + _wrappedLength
+                _wrappedLength = 0
+            }
+            defer { _next += 1 }
+            return _next.pointee
         }
     }
 

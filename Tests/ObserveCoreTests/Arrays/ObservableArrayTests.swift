@@ -151,6 +151,30 @@ struct ObservableArrayTests {
         #expect(Array(array) == [1, 2, 3])
     }
 
+    @Test("for-in walks both runs of a wrapped ring, and an iterator keeps the contents it started with",
+          arguments: ObservationBackend.allCases)
+    func iterationAcrossWrapAround(backend: ObservationBackend) {
+        let array = ObservableArray<Int>(backend: backend)
+        var model: [Int] = []
+        var iterated: [Int] = []
+        for _ in array { iterated.append(0) }
+        #expect(iterated.isEmpty, "an empty array yields nothing")
+        for value in 0..<40 {
+            if value % 2 == 0 { array.insert(value, at: 0); model.insert(value, at: 0) }   // the head wraps
+            else { array.append(value); model.append(value) }
+            iterated = []
+            for element in array { iterated.append(element) }
+            #expect(iterated == model, "after \(value + 1) insertions")
+        }
+        var iterator = array.makeIterator()
+        array.removeAll()
+        array.append(99)
+        iterated = []
+        while let element = iterator.next() { iterated.append(element) }
+        #expect(iterated == model, "the iterator reads its snapshot, not later contents")
+        #expect(iterator.next() == nil, "and stays at its end")
+    }
+
     @Test("sort agrees with Array's, keeps equal elements in order, observed or not, across ring wrap-around",
           arguments: ObservationBackend.allCases)
     func sortAgreesWithArray(backend: ObservationBackend) {
