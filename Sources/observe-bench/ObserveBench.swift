@@ -31,7 +31,8 @@ struct ObserveBench: ParsableCommand {
                            ids, then after.difference(from: before)
 
             Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
-            register.remove, register.memory, the threads.2-* rows, the
+            register.remove, the register.same-key.* rows at each
+            --registrations size, register.memory, the threads.2-* rows, the
             capability rows, and the array scenarios below at each
             --elements size):
               set.N               one property set with N inline observers
@@ -39,6 +40,22 @@ struct ObserveBench: ParsableCommand {
                                   to a counter
               register.remove     observe one property, then cancel the
                                   registration (one op = both)
+              register.same-key.tokens, register.same-key.observers,
+              register.same-key.contexts (or register.same-key: all three)
+                                  N registrations on ONE property of ONE
+                                  object, then all removed in a seeded random
+                                  order; one op = the N adds and N removes,
+                                  figures in ns per registration (add +
+                                  remove). tokens: observe(\\.value) N times,
+                                  tokens cancelled; observers: N distinct
+                                  observers addObserver(_:for:), then
+                                  removeObserver(_:for:); contexts: one
+                                  observer, N contexts 1...N,
+                                  removeObserver(_:for:context:). c and swift;
+                                  naive on tokens (its removal scans the key's
+                                  list: above N=8,192 only when --impls names
+                                  it). Targets (c): per registration at 32k
+                                  <= 5x its cost at 8k
               register.memory     heap bytes held per live registration
                                   (malloc accounting: glibc mallinfo2(),
                                   uordblks + hblkhd; RSS where unavailable)
@@ -106,6 +123,8 @@ struct ObserveBench: ParsableCommand {
                                   created (ns per tick); vs naive and
                                   observation
             Array sizes N: --elements (default 1000,10000,100000).
+            Registrations on one key N: --registrations (default
+            2000,8000,32000; --quick: 250,1000).
 
             How it measures: every operation is one call through an
             @inline(never) function (plain too, so "c / plain" is a fair
@@ -132,11 +151,12 @@ struct ObserveBench: ParsableCommand {
             (1,000 Swift objects must count as 1,000 allocations) decides
             whether the figures are shown at all.
 
-            Array scenarios sample for --array-measure-ms per cell per
-            repetition; an op that is a whole setup, append or batch is timed
-            one per batch (its untimed preparation — building the array to
-            observe, generating the edits — outside the clock), at least once
-            per repetition.
+            Array and register.same-key scenarios sample for
+            --array-measure-ms per cell per repetition; an op that is a whole
+            setup, append, batch or same-key cycle is timed one per batch (its
+            untimed preparation — building the array to observe, generating
+            the edits — outside the clock), at least once per repetition
+            (same-key: at least 3 times).
 
             A default run takes about two minutes on 2 cores; --quick takes a few
             seconds (its figures mean nothing). Progress goes to stderr, the
@@ -180,8 +200,12 @@ struct ObserveBench: ParsableCommand {
                                             + "--quick: 100,1000).", valueName: "list"))
     var elements: String?
 
+    @Option(name: .long, help: ArgumentHelp("Registrations N on one key for the register.same-key.* rows (default "
+                                            + "2000,8000,32000; --quick: 250,1000).", valueName: "list"))
+    var registrations: String?
+
     @Option(name: .customLong("array-measure-ms"),
-            help: "Milliseconds of timed batches per array cell per repetition (default 15; --quick: 3).")
+            help: "Milliseconds of timed batches per array and same-key cell per repetition (default 15; --quick: 3).")
     var arrayMeasureMilliseconds: Double?
 
     @Option(name: .customLong("memory-items"),
@@ -240,15 +264,32 @@ struct ObserveBench: ParsableCommand {
         return unique
     }
 
+    private func registrationCounts() throws -> [Int] {
+        guard let registrations else { return quick ? SameKeyScenario.quickCounts : SameKeyScenario.defaultCounts }
+        let counts = try registrations.split(separator: ",").map {
+            guard let n = Int($0.trimmingCharacters(in: .whitespaces)), n >= 2, n <= 1 << 22 else {
+                throw ValidationError("--registrations: '\($0)' is not a count from 2 to 4,194,304")
+            }
+            return n
+        }
+        if counts.isEmpty { throw ValidationError("--registrations: no count given") }
+        var unique: [Int] = []
+        for n in counts.sorted() where !unique.contains(n) { unique.append(n) }
+        return unique
+    }
+
     private func selectedScenarios() throws -> [any Scenario] {
         let elementCounts = try elementCounts()
+        let registrationCounts = try registrationCounts()
         guard let scenarios else {
-            return ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts(), elementCounts: elementCounts)
+            return ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts(), elementCounts: elementCounts,
+                                                    registrationCounts: registrationCounts)
         }
         var result: [any Scenario] = []
         for name in scenarios.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
             do {
-                for scenario in try ScenarioCatalog.parse(name, elementCounts: elementCounts)
+                for scenario in try ScenarioCatalog.parse(name, elementCounts: elementCounts,
+                                                           registrationCounts: registrationCounts)
                 where !result.contains(where: { $0.name == scenario.name && $0.n == scenario.n }) {
                     result.append(scenario)
                 }
@@ -279,12 +320,14 @@ struct ObserveBench: ParsableCommand {
             print("scenarios:")
             var listed: [String] = []
             for scenario in ScenarioCatalog.defaultScenarios(observerCounts: try observerCounts(),
-                                                             elementCounts: try elementCounts())
+                                                             elementCounts: try elementCounts(),
+                                                             registrationCounts: try registrationCounts())
             where !listed.contains(scenario.name) {
                 listed.append(scenario.name)
                 print("  \(scenario.name.padded(20)) \(scenario.summary)  [\(scenario.impls.map(\.rawValue).joined(separator: ", "))]")
             }
-            print("  (array scenarios run at N = \(try elementCounts().map(groupThousands).joined(separator: ", ")))")
+            print("  (array scenarios run at N = \(try elementCounts().map(groupThousands).joined(separator: ", ")); "
+                  + "\(SameKeyScenario.family).* at N = \(try registrationCounts().map(groupThousands).joined(separator: ", ")))")
             print("impls:")
             for impl in Impl.allCases { print("  \(impl.rawValue.padded(20)) \(impl.summary)") }
             return
@@ -314,8 +357,7 @@ struct ObserveBench: ParsableCommand {
         for scenario in scenarios {
             for impl in scenario.impls where impls.contains(impl) {
                 // Opt-in impls run only when --impls names them.
-                if self.impls == nil, scenario is ArrayElementChangeScenario,
-                   ArrayElementChangeScenario.optInImpls.contains(impl) { continue }
+                if self.impls == nil, scenario.optInImpls.contains(impl) { continue }
                 cells.append(Cell(scenario: scenario, impl: impl))
             }
         }

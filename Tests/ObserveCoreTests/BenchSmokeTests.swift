@@ -37,7 +37,8 @@ struct BenchSmokeTests {
         try #require(process.terminationStatus == 0, "observe-bench --quick failed:\n\(progress)")
 
         // The table: every scenario and the targets, with a verdict for each measured target.
-        for heading in ["set.0 —", "set.1 —", "set.10 —", "register.remove —", "register.memory —",
+        for heading in ["set.0 —", "set.1 —", "set.10 —", "register.remove —", "register.same-key.tokens —",
+                        "register.same-key.observers —", "register.same-key.contexts —", "register.memory —",
                         "threads.2-distinct —", "array.setup —", "array.element-change —", "array.insert-front —",
                         "array.append-10k —", "array.batch-100 —", "Targets"] {
             #expect(table.contains(heading), "the table has no section \(heading)")
@@ -111,10 +112,33 @@ struct BenchSmokeTests {
             }
         }
 
+        // The same-key rows, at --quick's sizes (250 and 1,000 registrations on one key): every impl
+        // measured, and no warning — each fixture checks that every op left the registry as it found
+        // it, and once that N registrations are N distinct ones and removing half leaves the other half.
+        let sameKey: [(String, [String])] = [
+            ("register.same-key.tokens", ["c", "swift", "naive"]),
+            ("register.same-key.observers", ["c", "swift"]),
+            ("register.same-key.contexts", ["c", "swift"]),
+        ]
+        for (scenario, impls) in sameKey {
+            for impl in impls {
+                for n in [250, 1_000] {
+                    let result = try #require(results.first {
+                        $0["scenario"] as? String == scenario && $0["impl"] as? String == impl && $0["n"] as? Int == n
+                    }, "no result for \(scenario)/\(impl) at n=\(n)")
+                    #expect((result["ns_per_op_p50"] as? Double ?? 0) > 0, "\(scenario)/\(impl)@\(n) has no p50")
+                    #expect(result["warnings"] == nil, "\(scenario)/\(impl)@\(n): \(result["warnings"] ?? "")")
+                }
+            }
+        }
+
         let targets = try #require(document["targets"] as? [[String: Any]])
         let measuredTargets = targets.filter { $0["met"] is Bool }
         #expect(measuredTargets.count >= 5, "the five property targets are evaluated")
         #expect(targets.contains { $0["scenario"] as? String == "array.batch-100" }, "the array targets are listed")
+        for scenario in sameKey.map(\.0) {
+            #expect(targets.contains { $0["scenario"] as? String == scenario }, "no target for \(scenario)")
+        }
 
         // The chart: an SVG with a line per impl for set.N and for each array scenario.
         let svg = try String(contentsOf: chart, encoding: .utf8)

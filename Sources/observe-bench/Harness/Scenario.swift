@@ -95,6 +95,8 @@ protocol Scenario: Sendable {
     var summary: String { get }
     /// The impls it runs, in table order.
     var impls: [Impl] { get }
+    /// Impls of `impls` that run only when `--impls` names them (too slow for the default suite).
+    var optInImpls: [Impl] { get }
     /// The impl the others are compared with in the ratio column, if any.
     var peer: Impl? { get }
     /// How the ratio column reads: `.costRelativeToPeer` (this / peer, "× plain") or
@@ -108,6 +110,9 @@ protocol Scenario: Sendable {
     var unit: String { get }
     /// For a family run at several sizes, how this size reads ("N=10,000"); nil otherwise.
     var sizeLabel: String? { get }
+    /// For a family run at several sizes, the option that chooses them, as the table suggests it
+    /// for a rerun ("--elements N").
+    var sizeOption: String { get }
     /// Lines printed under the scenario's table (how N is kept, what is verified, ...).
     var notes: [String] { get }
     /// Impls that run the same code on this row, so that their figures differ by noise only (the
@@ -149,9 +154,11 @@ struct MemoryMeasurement: Sendable {
 
 extension Scenario {
     var unsupported: [(Impl, String)] { [] }
+    var optInImpls: [Impl] { [] }
     var chartFamily: ChartFamily? { nil }
     var unit: String { "ns per op" }
     var sizeLabel: String? { nil }
+    var sizeOption: String { "--elements N" }
     var notes: [String] { [] }
     var referenceScenario: String? { nil }
     var sharedPath: [Impl] { [] }

@@ -308,6 +308,16 @@ struct Target {
         }
     }
 
+    /// One target per `register.same-key.*` row: registrations of one key cost O(1) each to add and
+    /// remove, so the per-registration figure at 32k must stay within 5x the figure at 8k.
+    static func sameKey() -> [Target] {
+        SameKeyShape.allCases.map { shape in
+            Target(label: "\(shape.name) per registration @32k <= 5x its cost @8k", scenario: shape.name, impl: .c,
+                   peer: nil, rule: .costAtMost(5), source: "README: one key's add and remove O(1) (scaling guard)",
+                   n: 32_000, peerN: 8_000)
+        }
+    }
+
     /// The targets of issue 2 (foundation), the arrays issue and issue 4, for ObserveCore's C path.
     static func all() -> [Target] {
         let k100 = 100_000
@@ -386,7 +396,7 @@ struct Target {
             Target(label: "array.batch-100 @100k <= 50 us (absolute)", scenario: "array.batch-100", impl: .c,
                    peer: nil, rule: .absoluteAtMost(50_000), source: "issue 3 (absolute; quiet machine)", n: k100,
                    whenMissed: Target.batchNote),
-        ] + scaling() + capabilities()
+        ] + scaling() + sameKey() + capabilities()
     }
 
     /// Issue 11: the service-shaped churn against the naive registry, every capability against

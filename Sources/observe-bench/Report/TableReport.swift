@@ -73,7 +73,7 @@ struct TableReport {
                 return "\(row.impl.rawValue)\(sized ? "@" + groupThousands(row.n) : "") \(Int((spread * 100).rounded()))%"
             }
             if !wide.isEmpty {
-                let rerun = "--scenarios \(scenario.name)" + (sized ? " --elements N" : "")
+                let rerun = "--scenarios \(scenario.name)" + (sized ? " " + scenario.sizeOption : "")
                 out.append("  note: wide spread (max-min of repetition \(scenario.kind == .threads ? "speedups" : "medians") "
                            + "over 25% of the median): \(wide.joined(separator: ", ")); rerun with \(rerun)")
             }

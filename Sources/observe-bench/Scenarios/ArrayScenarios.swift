@@ -225,6 +225,7 @@ struct ArrayElementChangeScenario: ArrayScenario {
     /// 0.3 s to build and tear down per repetition, and its per-change cost is set.1's plus a
     /// Dictionary lookup.
     static let optInImpls: [Impl] = [.opencombine]
+    var optInImpls: [Impl] { Self.optInImpls }
     var chartFamily: ChartFamily? {
         ChartFamily(title: "array.element-change — an element's property set, reported with its index",
                     xLabel: "elements (N)", yLabel: "ns per change")

@@ -5,7 +5,9 @@
 /// the unobserved ones and the `array.ops-scaling.*` rows) run at every size of `--elements`
 /// (default 1k / 10k / 100k): one `Scenario` instance per size, sharing the name and a chart
 /// family over "elements (N)" (the scaling rows draw none). `array.ops-scaling` names all eight
-/// `array.ops-scaling.<operation>` rows.
+/// `array.ops-scaling.<operation>` rows. The `register.same-key.*` rows run at every size of
+/// `--registrations` (default 2k / 8k / 32k registrations on one key); `register.same-key` names
+/// all three.
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
@@ -14,11 +16,13 @@ enum ScenarioCatalog {
         ArrayOpsScalingScenario.family,
     ]
 
-    /// The default suite: set.N for each N in `observerCounts`, then the rest, then the array
-    /// scenarios at each size in `elementCounts`.
-    static func defaultScenarios(observerCounts: [Int], elementCounts: [Int]) -> [any Scenario] {
+    /// The default suite: set.N for each N in `observerCounts`, then the rest (the same-key rows
+    /// at each size in `registrationCounts`), then the array scenarios at each size in `elementCounts`.
+    static func defaultScenarios(observerCounts: [Int], elementCounts: [Int],
+                                 registrationCounts: [Int] = SameKeyScenario.defaultCounts) -> [any Scenario] {
         var scenarios: [any Scenario] = observerCounts.map { SetScenario(n: $0) }
         scenarios.append(RegisterRemoveScenario())
+        scenarios.append(contentsOf: sameKeyScenarios(registrationCounts))
         scenarios.append(RegisterMemoryScenario())
         scenarios.append(ThreadsScenario())
         scenarios.append(ThreadsSameObjectScenario())
@@ -41,6 +45,11 @@ enum ScenarioCatalog {
             + BindingScenario.Shape.allCases.map { BindingScenario(shape: $0) } + [PostScenario()]
     }
 
+    /// The `register.same-key.*` rows, each at every size in `counts`, in table order.
+    static func sameKeyScenarios(_ counts: [Int], shapes: [SameKeyShape] = SameKeyShape.allCases) -> [any Scenario] {
+        shapes.flatMap { shape in counts.map { SameKeyScenario(shape: shape, n: $0) } }
+    }
+
     enum ParseError: Error, CustomStringConvertible {
         case unknown(String)
 
@@ -48,6 +57,7 @@ enum ScenarioCatalog {
             switch self {
             case .unknown(let name):
                 return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
+                    + SameKeyShape.allCases.map(\.name).joined(separator: ", ") + " (or \(SameKeyScenario.family): all three), "
                     + "threads.2-distinct, threads.2-same-object, threads.2-observe-churn, "
                     + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
                     + " (chain.leaf-set: both depths), " + ScenarioCatalog.arrayScenarioNames.joined(separator: ", ")
@@ -57,14 +67,19 @@ enum ScenarioCatalog {
         }
     }
 
-    /// Parses one name: `set.N`, `register.remove`, `register.memory`, a `threads.2-*` row, a
-    /// capability row (`chain.leaf-set` names both depths), or an array scenario (one instance per
-    /// size in `elementCounts`).
-    static func parse(_ name: String, elementCounts: [Int]) throws -> [any Scenario] {
+    /// Parses one name: `set.N`, `register.remove`, `register.memory`, a `register.same-key.*` row
+    /// (one instance per size in `registrationCounts`; `register.same-key` names all three), a
+    /// `threads.2-*` row, a capability row (`chain.leaf-set` names both depths), or an array
+    /// scenario (one instance per size in `elementCounts`).
+    static func parse(_ name: String, elementCounts: [Int],
+                      registrationCounts: [Int] = SameKeyScenario.defaultCounts) throws -> [any Scenario] {
         if name.hasPrefix("set."), let n = Int(name.dropFirst(4)), n >= 0 { return [SetScenario(n: n)] }
         switch name {
         case "register.remove": return [RegisterRemoveScenario()]
         case "register.memory": return [RegisterMemoryScenario()]
+        case SameKeyScenario.family: return sameKeyScenarios(registrationCounts)
+        case let name where SameKeyShape.allCases.contains(where: { $0.name == name }):
+            return sameKeyScenarios(registrationCounts, shapes: SameKeyShape.allCases.filter { $0.name == name })
         case "threads.2-distinct": return [ThreadsScenario()]
         case "threads.2-same-object": return [ThreadsSameObjectScenario()]
         case "threads.2-observe-churn": return [ThreadsObserveChurnScenario()]
