@@ -91,7 +91,9 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
                                                     oldCount: 0, newCount: snapshot.count, isInitial: true,
                                                     newArray: array))
         }
-        return ObservationToken(cancel: { observation.cancel() }, isCancelled: { observation.isCancelled })
+        // The token's closures capture non-generic closures only, so nothing of `Owner`'s type.
+        let controls = _UncheckedSendable((cancel: { observation.cancel() }, isCancelled: { observation.isCancelled }))
+        return ObservationToken(cancel: { controls.value.cancel() }, isCancelled: { controls.value.isCancelled() })
     }
 
     /// Lock held.
@@ -101,8 +103,11 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             observer: owner, context: ObservationContext(self), options: _options.subtracting(.initial),
             delivery: _delivery, elementKeyPaths: _elementKeyPaths,
             startTracking: _startTracking.map { start in { keys in start(array, keys) } }
-        ) { _, owner, change in handler(unsafeDowncast(owner!, to: Owner.self), change) }
+        ) { _, owner, change in handler(Self._owner(owner), change) }
     }
+
+    /// The registration's observer as the owner it is (it is registered with nothing else).
+    private static func _owner(_ observer: AnyObject?) -> Owner { unsafeDowncast(observer.unsafelyUnwrapped, to: Owner.self) }
 
     private func _ownerPropertyChanged(_ owner: Owner, from old: ObservableArray<Element>, to new: ObservableArray<Element>) {
         guard old !== new else { return }
@@ -124,12 +129,12 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         case .inline:
             _handler(owner, change)
         case .queue(let queue):
-            let work = _UncheckedSendable((self, owner, change))
+            // The queued closure captures only a non-generic closure: nothing of `Owner`'s type.
             let depth = _ThreadDepth.current
-            queue.async {
-                let (observation, owner, change) = work.value
-                if !observation.isCancelled { _ThreadDepth.withDepth(depth) { observation._handler(owner, change) } }
+            let work = _UncheckedSendable { [self] in
+                if !isCancelled { _ThreadDepth.withDepth(depth) { _handler(owner, change) } }
             }
+            queue.async { work.value() }
         }
     }
 
