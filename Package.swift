@@ -4,16 +4,24 @@
 //
 // Conditional-compilation flags (see each paragraph before enabling one by hand):
 //
-// - COBS_INTERNAL_CHECKS (C): every mutating registry call re-verifies the table's invariants
-//   in debug builds. It turns O(1) operations into O(capacity) ones and so invalidates every
-//   documented performance guarantee; it is on for debug builds (tests) only.
+// - COBS_INTERNAL_CHECKS (C): every mutating call of the C core re-verifies its structure's
+//   invariants in debug builds. It turns O(1) operations into O(capacity) ones and so
+//   invalidates every documented performance guarantee. It is on only when the environment says
+//   OBSERVECORE_INTERNAL_CHECKS=1 (this project's test command and CI do), so that a package
+//   depending on ObserveCore gets a debug build whose costs are the documented ones.
 // - COBS_DETERMINISTIC_HASHING (C): `cobs_registry_create` uses a fixed seed instead of
 //   `arc4random_buf`. Tests that need reproducible collisions call `cobs_registry_create_with`
 //   with an explicit seed instead, so this stays off; enable it to reproduce a run exactly.
 import PackageDescription
 
+/// Whether the C core's internal consistency checks are compiled into debug builds.
+let internalChecks = Context.environment["OBSERVECORE_INTERNAL_CHECKS"] == "1"
+
 let package = Package(
     name: "ObserveCore",
+    // The library uses the Synchronization module (`Atomic`, `Mutex`), which these releases
+    // introduced; Linux needs no entry.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "ObserveCore", targets: ["ObserveCore"]),
         // observe-bench is deliberately not a product: it is not part of the public interface.
@@ -27,10 +35,9 @@ let package = Package(
         .target(
             name: "CObserveCore",
             path: "Sources/CObserveCore",
-            cSettings: [
-                .define("COBS_INTERNAL_CHECKS", .when(configuration: .debug)),
-                // .define("COBS_DETERMINISTIC_HASHING"),
-            ],
+            cSettings: (internalChecks ? [.define("COBS_INTERNAL_CHECKS", .when(configuration: .debug))] : [])
+                // + [.define("COBS_DETERMINISTIC_HASHING")]
+            ,
             linkerSettings: [.linkedLibrary("bsd", .when(platforms: [.linux]))]
         ),
         .target(

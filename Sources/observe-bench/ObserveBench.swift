@@ -55,7 +55,7 @@ struct ObserveBench: ParsableCommand {
                                   naive on tokens (its removal scans the key's
                                   list: above N=8,192 only when --impls names
                                   it). Targets (c): per registration at 32k
-                                  <= 5x its cost at 8k
+                                  <= 2.5x its cost at 8k
               register.memory     heap bytes held per live registration
                                   (malloc accounting: glibc mallinfo2(),
                                   uordblks + hblkhd; RSS where unavailable)
@@ -335,6 +335,7 @@ struct ObserveBench: ParsableCommand {
 
         var config = RunConfig()
         if quick {
+            config.isQuick = true
             config.repetitions = 2
             config.measureNs = 8_000_000
             config.warmupNs = 2_000_000

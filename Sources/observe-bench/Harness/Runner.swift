@@ -9,6 +9,8 @@ import Glibc
 
 /// How long and how often to measure.
 struct RunConfig: Sendable {
+    /// A `--quick` run: too short to judge a target, so verdicts are printed as indicative.
+    var isQuick = false
     /// Repetitions of every (scenario, impl) cell; cells are interleaved within a repetition so
     /// that a slow phase of the machine hits every impl, and shows up as spread.
     var repetitions = 7

@@ -107,6 +107,8 @@ struct JSONReport {
                 ("element_counts", .array(config.elementCounts.map(JSON.int))),
                 ("array_measure_ms_per_repetition", .num(Double(config.arrayMeasureNs) / 1e6)),
             ])),
+            // true for a --quick run: its `met` verdicts are indicative only.
+            ("targets_indicative", .bool(config.isQuick)),
             ("results", .array(rows.map(result))),
             ("targets", .array(targets.map(target))),
         ])

@@ -310,10 +310,13 @@ struct Target {
 
     /// One target per `register.same-key.*` row: registrations of one key cost O(1) each to add and
     /// remove, so the per-registration figure at 32k must stay within 5x the figure at 8k.
+    /// The issue asks for 32k/8k <= 5; a scan of the key's registrations would give about 4x
+    /// (4x the registrations), which 5x lets through, so the guard here is 2.5x: constant cost
+    /// per registration measures 1.3-1.9x (memory latency grows with the heap), a scan ~3.9x.
     static func sameKey() -> [Target] {
         SameKeyShape.allCases.map { shape in
-            Target(label: "\(shape.name) per registration @32k <= 5x its cost @8k", scenario: shape.name, impl: .c,
-                   peer: nil, rule: .costAtMost(5), source: "README: one key's add and remove O(1) (scaling guard)",
+            Target(label: "\(shape.name) per registration @32k <= 2.5x its cost @8k", scenario: shape.name, impl: .c,
+                   peer: nil, rule: .costAtMost(2.5), source: "README: one key's add and remove O(1) (scaling guard)",
                    n: 32_000, peerN: 8_000)
         }
     }
