@@ -67,4 +67,21 @@ public protocol ObservableKeyListing: KeyValueObservable {
     /// static let observableKeys: [any ObservableKeyProtocol] = [name, age, address, fullName]
     /// ```
     static var observableKeys: [any ObservableKeyProtocol] { get }
+
+    /// Whether ``observableKeys`` lists every observable property of the class (false unless the
+    /// class says otherwise; `@KeyValueObservable` says true). Then observing a key path that is
+    /// neither listed nor a chain of listed keys — a property marked `@KeyValueIgnored`, a
+    /// computed property with no dependent key, a subclass's key path for a base-class property —
+    /// stops at registration with a message naming the fix, instead of registering an
+    /// observation that would never fire.
+    ///
+    /// ```swift
+    /// static let observableKeysAreComplete = true
+    /// ```
+    static var observableKeysAreComplete: Bool { get }
+}
+
+extension ObservableKeyListing {
+    /// False: a hand-written listing may name only the keys that chains and dependent keys need.
+    public static var observableKeysAreComplete: Bool { false }
 }

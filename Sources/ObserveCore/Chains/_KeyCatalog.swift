@@ -168,6 +168,9 @@ internal final class _KeyCatalog: @unchecked Sendable {
             // fatalError, not preconditionFailure: the message must survive -O builds.
             fatalError(Self._unresolvedMessage(keyPath, Root.self))
         }
+        if let listing = Root.self as? any ObservableKeyListing.Type, listing.observableKeysAreComplete {
+            fatalError(Self._undeclaredMessage(keyPath, Root.self))
+        }
         return _lock.withLock {
             if _kindLocked(id) == .unknown {
                 _setKindLocked(id, .undetermined)
@@ -227,6 +230,15 @@ internal final class _KeyCatalog: @unchecked Sendable {
             default: return true
             }
         }.count
+    }
+
+    /// For a class whose listing is complete (`@KeyValueObservable`): the key path names no key.
+    private static func _undeclaredMessage(_ keyPath: AnyKeyPath, _ root: Any.Type) -> String {
+        "ObserveCore: cannot observe \(keyPath) on \(root): \(root) declares no ObservableKey for it, so no change "
+            + "of it would ever be reported. Observe a stored 'var' that is not marked @KeyValueIgnored; for a "
+            + "computed property declare a dependent key beside it (static let x = ObservableKey(\\\(root).x, "
+            + "dependsOn: ...)); for a property declared on a superclass, observe through the superclass's type "
+            + "((object as Base).observe(\\.property))."
     }
 
     private static func _unresolvedMessage(_ keyPath: AnyKeyPath, _ root: Any.Type) -> String {

@@ -218,7 +218,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let limit = ObservationRuntime._maximumDepth.load(ordering: .relaxed)
         if _fastPath(depth <= limit) { return true }
         _ThreadDepth.leave()
-        let name = _KeyTable.shared.keyPath(for: keyID).map { "\($0)" } ?? "key #\(keyID)"
+        let name = _KeyTable.shared.displayName(for: keyID)
         ObservationRuntime._reportRunawayRecursion(
             "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) notifications deep "
             + "(limit \(limit); a queued delivery counts as one level deeper than the change that queued it). "

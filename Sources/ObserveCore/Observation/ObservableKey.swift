@@ -49,4 +49,17 @@ public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
         self._memberBit = _KeyTable.memberBit(for: self._id)
         _KeyCatalog.shared.declare(keyPath, id: _id)   // for key path chains (Chains/_KeyCatalog.swift)
     }
+
+    /// Declares the key for `keyPath` and the property's name, which ObserveCore's messages and
+    /// listings print (`\Person.age`) where Swift would print the key path as
+    /// `\Person.<computed 0x…>` (as it does on Linux for a stored property with observers).
+    /// `@KeyValueObservable` declares every key this way.
+    ///
+    /// ```swift
+    /// static let age = ObservableKey(\Person.age, name: "age")
+    /// ```
+    public init(_ keyPath: KeyPath<Root, Value>, name: String) {
+        self.init(keyPath)
+        _KeyTable.shared.setName("\\\(Root.self).\(name)", for: _id)
+    }
 }

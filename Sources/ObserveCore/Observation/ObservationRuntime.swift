@@ -110,7 +110,7 @@ public enum ObservationRuntime {
 extension _AnyRegistration {
     var _debugLine: String {
         let root = type(of: keyPath).rootType
-        var line = "\(root)@0x\(String(objectAddress, radix: 16)) \(keyPath) <- "
+        var line = "\(root)@0x\(String(objectAddress, radix: 16)) \(_KeyTable.shared.displayName(for: keyPath)) <- "
         if hasObserver {
             if let observer = _observer {
                 line += "\(type(of: observer))@0x\(String(observerAddress, radix: 16))"

@@ -103,4 +103,25 @@ internal final class _KeyTable: @unchecked Sendable {
         let index = Int(id) - 1
         return _keyPaths.indices.contains(index) ? _keyPaths[index] : nil
     }
+
+    /// Printable names of keys declared with one (`ObservableKey(_:name:)`), by id.
+    @exclusivity(unchecked) private var _names: [UInt32: String] = [:]
+
+    /// Records how key `id` prints: `\Root.property`.
+    func setName(_ name: String, for id: UInt32) {
+        _lock.withLock { _names[id] = name }
+    }
+
+    /// How key `id` prints in messages and listings: its declared name (`\Person.age`), else the
+    /// key path as Swift prints it (on Linux a stored property with observers prints as
+    /// `\Person.<computed 0x…>`), else its number.
+    func displayName(for id: UInt32) -> String {
+        if let name = _lock.withLock({ _names[id] }) { return name }
+        return keyPath(for: id).map { "\($0)" } ?? "key #\(id)"
+    }
+
+    /// ``displayName(for:)`` of a key path's key, or the key path as Swift prints it.
+    func displayName(for keyPath: AnyKeyPath) -> String {
+        existingID(for: keyPath).map(displayName(for:)) ?? "\(keyPath)"
+    }
 }

@@ -13,6 +13,19 @@ private final class Borrower: KeyValueObservable {
     }
 }
 
+/// A hand-written class whose key listing says it is complete: `unlisted` has no key.
+private final class Listed: KeyValueObservable, ObservableKeyListing {
+    let kvoRegistrar = KeyValueRegistrar()
+    static let observableKeys: [any ObservableKeyProtocol] = [value]
+    static let observableKeysAreComplete = true
+    static let value = ObservableKey(\Listed.value, name: "value")
+    var value = 0 {
+        willSet { kvoRegistrar.willSet(Listed.value, of: self, from: value) }
+        didSet { kvoRegistrar.didSet(Listed.value, of: self, from: oldValue, to: value) }
+    }
+    var unlisted = 0
+}
+
 /// Misuse outside arrays traps with a message that names what was wrong, in release builds too
 /// (CI runs this suite with `-c release`, where a `precondition`'s message would be dropped).
 @Suite("Misuse messages survive release builds")
@@ -46,6 +59,18 @@ struct MisuseMessageTests {
         let stderr = Self.stderr(result)
         #expect(stderr.contains("this KeyValueRegistrar already serves another object"))
         #expect(stderr.contains("let kvoRegistrar = KeyValueRegistrar()"))
+    }
+
+    @Test("observing a key path a complete listing does not declare stops, naming the property and the fix")
+    func undeclaredKey() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let object = Listed()
+            _ = object.observe(\.value) { _, _ in }     // declared: fine
+            _ = object.observe(\.unlisted) { _, _ in }  // would never fire
+        }
+        let stderr = Self.stderr(result)
+        #expect(stderr.contains("ObserveCore: cannot observe \\Listed.unlisted on Listed: Listed declares no ObservableKey"))
+        #expect(stderr.contains("dependent key"))
     }
 
     private static func stderr(_ result: ExitTest.Result?) -> String {

@@ -36,4 +36,25 @@ struct IntrospectionTests {
         person.removeAllObservers()
         #expect(person.observationDebugDescription == "Person: no registrations")
     }
+
+    /// A key declared with its property's name prints as `\Root.name` in listings, where Swift
+    /// prints a stored property with observers as `\Root.<computed 0x…>` on Linux.
+    @Test("a named key prints as \\Root.property in listings", arguments: ObservationBackend.allCases)
+    func namedKeyPrints(backend: ObservationBackend) {
+        final class Gauge: KeyValueObservable {
+            let kvoRegistrar: KeyValueRegistrar
+            init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
+            static let level = ObservableKey(\Gauge.level, name: "level")
+            var level = 0 {
+                willSet { kvoRegistrar.willSet(Gauge.level, of: self, from: level) }
+                didSet { kvoRegistrar.didSet(Gauge.level, of: self, from: oldValue, to: level) }
+            }
+        }
+        let gauge = Gauge(backend)
+        let token = gauge.observe(\.level) { _, _ in }
+        _ = Gauge.level
+        #expect(gauge.observationDebugDescription.contains("\\Gauge.level"), "\(gauge.observationDebugDescription)")
+        #expect(ObservationRuntime.debugListing().contains("\\Gauge.level"))
+        token.cancel()
+    }
 }
