@@ -12,6 +12,7 @@
 // - COBS_DETERMINISTIC_HASHING (C): `cobs_registry_create` uses a fixed seed instead of
 //   `arc4random_buf`. Tests that need reproducible collisions call `cobs_registry_create_with`
 //   with an explicit seed instead, so this stays off; enable it to reproduce a run exactly.
+import CompilerPluginSupport
 import PackageDescription
 
 /// Whether the C core's internal consistency checks are compiled into debug builds.
@@ -24,12 +25,17 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "ObserveCore", targets: ["ObserveCore"]),
+        // `@KeyValueObservable` and friends. A separate product: only its users build swift-syntax.
+        .library(name: "ObserveCoreMacros", targets: ["ObserveCoreMacros"]),
         // observe-bench is deliberately not a product: it is not part of the public interface.
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // 603 or later: 602.0.0 builds but its plug-ins fail at every expansion on Swift 6.3.1
+        // ("Internal Error: DecodingError … Corrupted JSON"). A range lets clients share one copy.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0"..<"700.0.0"),
     ],
     targets: [
         .target(
@@ -44,6 +50,19 @@ let package = Package(
             name: "ObserveCore",
             dependencies: ["CObserveCore"],
             path: "Sources/ObserveCore"
+        ),
+        .macro(
+            name: "ObserveCoreMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ],
+            path: "Sources/ObserveCoreMacrosPlugin"
+        ),
+        .target(
+            name: "ObserveCoreMacros",
+            dependencies: ["ObserveCore", "ObserveCoreMacrosPlugin"],
+            path: "Sources/ObserveCoreMacros"
         ),
         // observe-bench's allocation counter: it replaces malloc and friends for the whole process
         // it is linked into, so no other target may depend on it (see its header).
@@ -71,6 +90,17 @@ let package = Package(
             name: "ObserveCoreTests",
             dependencies: ["ObserveCore"],
             path: "Tests/ObserveCoreTests"
+        ),
+        // Models declared with the macros, run through the property, array, chain, dependent,
+        // stream and binding behaviour; and the expansions themselves, diagnostics included.
+        .testTarget(
+            name: "ObserveCoreMacrosTests",
+            dependencies: [
+                "ObserveCoreMacros",
+                "ObserveCoreMacrosPlugin",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ],
+            path: "Tests/ObserveCoreMacrosTests"
         ),
     ]
 )

@@ -1,0 +1,53 @@
+// One-line observable classes. This library re-exports ObserveCore; depending on it builds
+// swift-syntax (for the compiler plug-in), which the ObserveCore product alone never does.
+
+@_exported import ObserveCore
+
+/// Makes a class key-value observable: a registrar, one ``ObservableKey`` per stored `var`
+/// (named for printing), the `willSet`/`didSet` that announce each change (`.prior` included),
+/// the key listing that key path chains and dependent keys read, and the conformances.
+///
+/// ```swift
+/// @KeyValueObservable
+/// final class Person {
+///     var name = ""
+///     var age = 0
+///     var address: Address?           // chains: person.observe(\.address?.city)
+///     @KeyValueIgnored var cache = 0  // not observable
+/// }
+///
+/// let token = person.observe(\.age, options: [.old, .new]) { person, change in
+///     print(change.oldValue!, "->", change.newValue!)
+/// }
+/// ```
+///
+/// A `let`, a computed property, a `lazy` one and `static` ones are left alone. Declare a computed
+/// property's dependent key by hand beside it (`static let fullName = ObservableKey(\Person.fullName,
+/// dependsOn: …)`): the macro lists it with the others. Declare `kvoRegistrar` yourself to choose
+/// its backend. Errors: a struct or enum (observation needs an object's identity), a generic class
+/// (Swift has no static stored properties there), a property with its own `willSet`/`didSet`;
+/// a property wrapper's property is skipped with a warning.
+@attached(member, names: named(kvoRegistrar), named(observableKeys), arbitrary)
+@attached(memberAttribute)
+@attached(extension, conformances: KeyValueObservable, ObservableKeyListing)
+public macro KeyValueObservable() = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueObservableMacro")
+
+/// Announces a stored property's changes with the class's key of the same name
+/// (`@KeyValueObservable` adds it to every stored `var`; write it yourself on a class that declares
+/// its keys by hand).
+///
+/// ```swift
+/// static let age = ObservableKey(\Person.age, name: "age")
+/// @KeyValueObserved var age = 0
+/// ```
+@attached(accessor, names: named(willSet), named(didSet))
+public macro KeyValueObserved() = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueObservedMacro")
+
+/// Leaves a stored property of a `@KeyValueObservable` class unobservable: no key, no announcing
+/// accessors (as `@ObservationIgnored` does for `@Observable`).
+///
+/// ```swift
+/// @KeyValueIgnored var lastRendered: Date?
+/// ```
+@attached(peer)
+public macro KeyValueIgnored() = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueIgnoredMacro")
