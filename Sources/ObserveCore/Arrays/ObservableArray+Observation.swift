@@ -189,6 +189,24 @@ extension ObservableArray {
             handler(unsafeDowncast(observer!, to: Observer.self), array, change)
         }
     }
+
+    /// ``addObserver(_:options:context:delivery:_:)-(Observer,_,_,_,_)`` for an observer typed
+    /// `AnyObject` or `any SomeClassBoundProtocol`, which the generic form cannot take (Swift
+    /// 6.3.1 crashes compiling it for `AnyObject`; see `KeyValueObservable.addObserver`).
+    ///
+    /// ```swift
+    /// func attach(_ listener: AnyObject, to queue: ObservableArray<Job>) {
+    ///     queue.addObserver(listener) { listener, queue, change in print(change.kind) }
+    /// }
+    /// ```
+    public func addObserver(_ observer: AnyObject, options: ObservationOptions = [],
+                            context: ObservationContext = .none, delivery: ObservationDelivery = .inline,
+                            _ handler: @escaping (AnyObject, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
+        _ = _addArrayRegistration(observer: observer, context: context, options: options, delivery: delivery,
+                                  elementKeyPaths: [], startTracking: nil) { array, observer, change in
+            handler(observer!, array, change)
+        }
+    }
 }
 
 extension ObservableArray where Element: KeyValueObservable {

@@ -180,6 +180,33 @@ extension KeyValueObservable {
             }
         }
     }
+
+    /// ``addObserver(_:for:options:context:delivery:_:)-(Observer,_,_,_,_,_)`` for an observer
+    /// typed `AnyObject` or as a class-bound protocol existential (`any Listener`), which the
+    /// generic form cannot take: for `AnyObject`, Swift 6.3.1 crashes compiling the generic call
+    /// ("Invalid conformance in type-checked AST", signal 6, debug and release) — reduced:
+    /// `func f(_ p: Person, _ o: AnyObject) { p.addObserver(o, for: \.age) { _, _, _ in } }`;
+    /// `any Listener` is refused as "not a class type". This overload is what both resolve to;
+    /// a concrete class still gets the generic form and its typed observer.
+    ///
+    /// ```swift
+    /// func attach(_ listener: any Listener, to person: Person) {
+    ///     person.addObserver(listener, for: \.age) { listener, person, change in
+    ///         (listener as! any Listener).ageChanged(to: change.newValue!)
+    ///     }
+    /// }
+    /// ```
+    public func addObserver<Value>(
+        _ observer: AnyObject,
+        for keyPath: KeyPath<Self, Value>,
+        options: ObservationOptions = [.new],
+        context: ObservationContext = .none,
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (AnyObject, Self, ObservedChange<Value>) -> Void
+    ) {
+        _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
+                      tokenHandler: nil, observerHandler: handler)
+    }
 }
 
 // MARK: - Removal

@@ -1,8 +1,60 @@
 import ObserveCore
 import Testing
 
+/// A class-bound protocol, as a service's listeners often are.
+private protocol AgeListener: AnyObject {
+    func ageChanged(to age: Int)
+}
+
+private final class AgeLog: AgeListener {
+    var ages: [Int] = []
+    func ageChanged(to age: Int) { ages.append(age) }
+}
+
+/// Observers passed as `AnyObject` and as `any AgeListener`: the forms the generic
+/// `addObserver` cannot take (Swift 6.3.1 crashes compiling `AnyObject` through it).
+private func attach(_ listener: AnyObject, to person: Person) {
+    person.addObserver(listener, for: \.age) { listener, _, change in
+        (listener as! AgeLog).ageChanged(to: change.newValue!)
+    }
+}
+
+private func attach(_ listener: any AgeListener, to person: Person) {
+    person.addObserver(listener, for: \.age, context: 2) { listener, _, change in
+        (listener as! any AgeListener).ageChanged(to: change.newValue! * 100)
+    }
+}
+
+private func attach(_ listener: AnyObject, to array: ObservableArray<Int>) {
+    array.addObserver(listener) { listener, _, change in
+        (listener as! AgeLog).ageChanged(to: change.newCount)
+    }
+}
+
 @Suite("Observer-tagged registration and removal")
 struct ObserverRegistrationTests {
+    @Test("observers typed AnyObject or as a class-bound protocol existential register and are handed back",
+          arguments: ObservationBackend.allCases)
+    func existentialObservers(backend: ObservationBackend) {
+        let person = Person(backend)
+        let log = AgeLog()
+        attach(log as AnyObject, to: person)
+        attach(log as any AgeListener, to: person)
+        person.age = 3
+        #expect(log.ages.sorted() == [3, 300], "two registrations (two contexts), each handed the observer")
+        person.removeObserver(log, for: \.age)
+        person.age = 4
+        #expect(log.ages.count == 2)
+
+        let array = ObservableArray<Int>(backend: backend)
+        attach(log as AnyObject, to: array)
+        array.append(1)
+        #expect(log.ages.last == 1)
+        array.removeObserver(log, for: \ObservableArray<Int>.self)
+        array.append(2)
+        #expect(log.ages.last == 1)
+    }
+
     @Test("the observer is handed back to the handler and not retained", arguments: ObservationBackend.allCases)
     func observerIsHandedBackAndNotRetained(backend: ObservationBackend) {
         let person = Person(backend)
