@@ -106,7 +106,7 @@ struct MacroModelTests {
             if ages.count == 2 { break }
         }
         #expect(ages == [1, 2])
-        binding.cutOff()
+        binding.cancel()
     }
 
     @Test("observing a property the class declares no key for stops at registration, naming the fix")

@@ -1,14 +1,14 @@
 /// A binding between a source property and a target property (see
-/// ``KeyValueObservable/bind(_:to:after:)``), and the means to cut it off.
+/// ``KeyValueObservable/bind(_:to:after:)``), and the means to end it.
 ///
 /// A binding lives as long as its objects: it ends when the target or any source dies, or when
-/// it is cut off. Releasing this object does **not** end it (unlike ``ObservationToken``), so
+/// it is cancelled. Releasing this object does **not** end it (unlike ``ObservationToken``), so
 /// the result may be discarded:
 ///
 /// ```swift
 /// label.bind(\.text, to: person.bindable(\.name))            // lives as long as both
 /// let binding = label.bind(\.text, to: person.bindable(\.name))
-/// binding.cutOff()                                            // or end it explicitly
+/// binding.cancel()                                            // or end it explicitly
 /// ```
 public final class KeyValueBinding: @unchecked Sendable {
     internal let _core: _BindingCore
@@ -16,14 +16,18 @@ public final class KeyValueBinding: @unchecked Sendable {
     internal init(_ core: _BindingCore) { _core = core }
 
     /// Ends the binding: the target stops following its sources. Idempotent and thread-safe;
-    /// allowed from inside an after-hook.
+    /// allowed from inside an after-hook. The same verb as ``ObservationToken/cancel()``.
     ///
     /// ```swift
-    /// binding.cutOff()
+    /// binding.cancel()
     /// ```
-    public func cutOff() { _core.cutOff() }
+    public func cancel() { _core.cutOff() }
 
-    /// Whether the binding still propagates: not cut off, and its target and sources alive.
+    /// The binding's former name for ``cancel()``.
+    @available(*, deprecated, renamed: "cancel()", message: "one verb ends every observation: cancel()")
+    public func cutOff() { cancel() }
+
+    /// Whether the binding still propagates: not cancelled, and its target and sources alive.
     ///
     /// ```swift
     /// if !binding.isActive { print("the label or the person is gone") }

@@ -394,7 +394,7 @@ struct BindingScenario: Scenario {
         target.writes = 0
         target.total = 0
         return Fixture(runBatch: runBatch, tearDown: {
-            binding.cutOff()
+            binding.cancel()
             blackHole(a.value &+ b.value)
             let left = a.observationCount + b.observationCount + target.observationCount
             return tally.check(label, calls: target.writes, total: target.total)

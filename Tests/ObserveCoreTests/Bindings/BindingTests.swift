@@ -108,9 +108,9 @@ struct BindingTests {
         let single = target.bind(\.level, to: source, \.level)
         let combined = target.bind(\.text, to: source.bindable(\.level), other.bindable(\.level), reduce: { "\($0)+\($1)" })
         #expect(single.isActive && combined.isActive)
-        single.cutOff()
-        combined.cutOff()
-        single.cutOff()
+        single.cancel()
+        combined.cancel()
+        single.cancel()
         #expect(!single.isActive && !combined.isActive)
         source.level = 5
         other.level = 6
@@ -123,7 +123,7 @@ struct BindingTests {
         let source = Gauge(backend, level: 0), target = Gauge(backend)
         var binding: KeyValueBinding?
         binding = target.bind(\.level, to: source.bindable(\.level), after: { _, level in
-            if level >= 2 { binding?.cutOff() }
+            if level >= 2 { binding?.cancel() }
         })
         source.level = 1
         source.level = 2
@@ -138,7 +138,7 @@ struct BindingTests {
         var hooks = 0
         let first = target.bind(\.text, to: source.bindable(\.level).map { "a\($0)" }, after: { _, _ in hooks += 1 })
         target.bind(\.level, to: source.bindable(\.level).map { $0 * 2 })
-        first.cutOff()
+        first.cancel()
         source.level = 4
         #expect(target.text == "a1" && target.level == 8)
         #expect(hooks == 1)

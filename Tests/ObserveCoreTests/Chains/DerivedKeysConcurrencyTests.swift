@@ -86,7 +86,7 @@ struct DerivedKeysConcurrencyTests {
                 if t == 3 {
                     let target = LockedNode(backend)
                     let binding = target.bind(\.name, to: source.bindable(\.value).map { "\($0)" })
-                    if i.isMultiple(of: 2) { binding.cutOff() }
+                    if i.isMultiple(of: 2) { binding.cancel() }
                 }
             }
         }
