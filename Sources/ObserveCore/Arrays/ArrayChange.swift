@@ -35,7 +35,9 @@ public struct ArrayChange<Element> {
         case move
         /// A property of an element changed (observations with element key paths).
         case elementChanged
-        /// The owner's property now refers to another array (``oldArray`` and ``newArray``).
+        /// The owner's property now refers to another array (``oldArray`` and ``newArray``); also
+        /// the `.initial` change, and the change a `.latest` array stream folds several into:
+        /// "the contents are now these" (``applying(to:)`` gives them).
         case arrayReplaced
         /// Several mutations made in ``ObservableArray/performBatchUpdates(_:)``, coalesced.
         case batch
@@ -267,7 +269,11 @@ public struct ArrayChange<Element> {
     /// The old contents turned into the new ones by this change (`old` must be the array's
     /// contents before the change). For ``Kind/arrayReplaced``, the new array's contents.
     public func applying(to old: [Element]) -> [Element]? {
-        if kind == .arrayReplaced { return newArray.map { Array($0) } }
+        if kind == .arrayReplaced {
+            // The contents as the change saw them (a later mutation of the array is not in it).
+            if let snapshot = _snapshot { return Array(snapshot.elements()) }
+            return newArray.map { Array($0) }
+        }
         guard let difference else { return old }
         return old.applying(difference)
     }

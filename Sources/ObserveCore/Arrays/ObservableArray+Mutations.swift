@@ -400,6 +400,26 @@ extension ObservableArray {
         return result!
     }
 
+    /// Removes the first `k` elements. Reports ``ArrayChange/Kind/remove``. (Without it, the
+    /// collection protocols' default is `mutating`, which a `let` array cannot call.)
+    ///
+    /// ```swift
+    /// let queue: ObservableArray = [1, 2, 3, 4]
+    /// queue.removeFirst(2)     // [3, 4]
+    /// ```
+    /// - Complexity: O(k).
+    public func removeFirst(_ k: Int) {
+        _mutate {
+            let old = _storage.count
+            _require(k >= 0 && k <= old, "ObservableArray.removeFirst: cannot remove \(k) of \(old) elements")
+            guard k > 0 else { return nil }
+            let removed = _removeElements(0..<k, capture: _mustRecord)
+            if _batch != nil { _batchRemoved(at: 0, removed); return nil }
+            guard _mustRecord else { return nil }
+            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: k)], removed: .values(removed), oldCount: old)
+        }
+    }
+
     /// Removes the elements in `bounds`. Reports ``ArrayChange/Kind/remove``.
     public func removeSubrange(_ bounds: Range<Int>) {
         _replaceSubrange(bounds, with: EmptyCollection(), function: "removeSubrange")

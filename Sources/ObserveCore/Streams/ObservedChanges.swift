@@ -102,7 +102,7 @@ public struct ObservedChanges<Value>: AsyncSequence {
     /// ```
     public typealias Failure = Never
 
-    internal let _lifetime: _StreamLifetime<Value>
+    internal let _lifetime: _StreamLifetime<ObservedChange<Value>>
 
     /// Makes the stream's single iterator.
     ///
@@ -121,8 +121,8 @@ public struct ObservedChanges<Value>: AsyncSequence {
     /// while let change = await iterator.next() { print(change.newValue!) }
     /// ```
     public struct Iterator: AsyncIteratorProtocol {
-        internal let _sequence: _StreamLifetime<Value>
-        internal let _iterator: _StreamLifetime<Value>
+        internal let _sequence: _StreamLifetime<ObservedChange<Value>>
+        internal let _iterator: _StreamLifetime<ObservedChange<Value>>
 
         /// The next change, waiting for one if none is buffered; nil once the stream ended.
         ///
@@ -178,7 +178,10 @@ extension KeyValueObservable {
                      "ObserveCore: a .latest change stream cannot carry .prior notifications (\(keyPath)); "
                      + "use .unbounded or .bounded to receive them")
         }
-        let stream = _ChangeStream<Value>(buffering: buffering)
+        let stream = _ChangeStream<ObservedChange<Value>>(buffering: buffering) { pending, change in
+            ObservedChange(oldValue: pending.oldValue, newValue: change.newValue, isPrior: false,
+                           isInitial: pending.isInitial)
+        }
         let sentinel = _StreamSentinel(stream)
         let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: .inline,
                                      tokenHandler: { _, change in sentinel.stream.produce(change) },

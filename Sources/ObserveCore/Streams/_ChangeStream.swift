@@ -15,14 +15,16 @@ import Dispatch
 /// Bounded mode blocks the producer while the buffer is full: it counts itself in
 /// `_blockedProducers`, unlocks and waits on `_space`; each element the consumer takes signals one
 /// waiting producer, and termination signals them all.
-internal final class _ChangeStream<Value>: @unchecked Sendable {
-    typealias Element = ObservedChange<Value>
+internal final class _ChangeStream<Element>: @unchecked Sendable {
     typealias Continuation = UnsafeContinuation<_UncheckedSendable<Element?>, Never>
 
     private enum State { case active, sourceEnded, terminated }
 
     private let _lock = _Lock()
     private let _buffering: ChangeStreamBuffering
+    /// `.latest`: folds a change that arrived while one was pending into one change that takes
+    /// the consumer from the pending change's starting state to the newest.
+    private let _coalesce: (Element, Element) -> Element
     private let _space = DispatchSemaphore(value: 0)
     // Guarded by `_lock`.
     @exclusivity(unchecked) private var _state = State.active
@@ -35,8 +37,9 @@ internal final class _ChangeStream<Value>: @unchecked Sendable {
     @exclusivity(unchecked) private var _blockedProducers = 0
     @exclusivity(unchecked) private weak var _registration: _AnyRegistration?
 
-    init(buffering: ChangeStreamBuffering) {
+    init(buffering: ChangeStreamBuffering, coalesce: @escaping (Element, Element) -> Element) {
         _buffering = buffering
+        _coalesce = coalesce
         _ring = .allocate(capacity: _capacity)
     }
 
@@ -117,12 +120,7 @@ internal final class _ChangeStream<Value>: @unchecked Sendable {
         case .unbounded:
             _pushLocked(change)
         case .latest:
-            if let pending = _latest {
-                _latest = ObservedChange(oldValue: pending.oldValue, newValue: change.newValue,
-                                         isPrior: false, isInitial: pending.isInitial)
-            } else {
-                _latest = change
-            }
+            _latest = _latest.map { _coalesce($0, change) } ?? change
         case .bounded(let capacity):
             while _count >= capacity && _state == .active {
                 _blockedProducers += 1
@@ -239,15 +237,15 @@ internal final class _ChangeStream<Value>: @unchecked Sendable {
 /// Captured only by the registration's handler: when the registry releases the registration (its
 /// object died, or someone removed it), this goes too and ends the stream. It never calls into
 /// the registry (it may be released under a registry lock).
-internal final class _StreamSentinel<Value>: @unchecked Sendable {
-    let stream: _ChangeStream<Value>
-    init(_ stream: _ChangeStream<Value>) { self.stream = stream }
+internal final class _StreamSentinel<Element>: @unchecked Sendable {
+    let stream: _ChangeStream<Element>
+    init(_ stream: _ChangeStream<Element>) { self.stream = stream }
     deinit { stream.sourceEnded() }
 }
 
 /// Held by every copy of a stream and by its iterators; the last one gone terminates the stream.
-internal final class _StreamLifetime<Value>: @unchecked Sendable {
-    let stream: _ChangeStream<Value>
-    init(_ stream: _ChangeStream<Value>) { self.stream = stream }
+internal final class _StreamLifetime<Element>: @unchecked Sendable {
+    let stream: _ChangeStream<Element>
+    init(_ stream: _ChangeStream<Element>) { self.stream = stream }
     deinit { stream.terminate() }
 }

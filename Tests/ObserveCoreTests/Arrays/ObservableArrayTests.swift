@@ -151,6 +151,23 @@ struct ObservableArrayTests {
         #expect(Array(array) == [1, 2, 3])
     }
 
+    @Test("removeFirst(k) on a let array: reported as one removal, inside batches too", arguments: ObservationBackend.allCases)
+    func removeFirstK(backend: ObservationBackend) {
+        let array = ObservableArray([1, 2, 3, 4, 5], backend: backend)
+        var changes: [ArrayChange<Int>] = []
+        let token = array.observe { _, change in changes.append(change) }
+        array.removeFirst(2)
+        #expect(Array(array) == [3, 4, 5])
+        #expect(changes.count == 1 && changes[0].kind == .remove && changes[0].removedCount == 2)
+        #expect(changes[0].applying(to: [1, 2, 3, 4, 5]) == [3, 4, 5])
+        array.removeFirst(0)
+        #expect(changes.count == 1, "removing nothing reports nothing")
+        array.performBatchUpdates { $0.removeFirst(1); $0.append(6) }
+        #expect(Array(array) == [4, 5, 6])
+        #expect(changes.last?.applying(to: [3, 4, 5]) == [4, 5, 6])
+        token.cancel()
+    }
+
     @Test("for-in walks both runs of a wrapped ring, and an iterator keeps the contents it started with",
           arguments: ObservationBackend.allCases)
     func iterationAcrossWrapAround(backend: ObservationBackend) {

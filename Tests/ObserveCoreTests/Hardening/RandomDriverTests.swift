@@ -262,7 +262,8 @@ final class RandomDriverWorld {
             array[at] = s; contents[at] = s
         case 6:
             let k = rng.below(min(count, 3) + 1)
-            array.removeLast(k); contents.removeLast(k)
+            if rng.below(2) == 0 { array.removeLast(k); contents.removeLast(k) }
+            else { array.removeFirst(k); contents.removeFirst(k) }
         default:
             let victim = student()
             array.removeAll(of: victim); contents.removeAll { $0 === victim }
