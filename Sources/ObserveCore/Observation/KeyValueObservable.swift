@@ -181,6 +181,32 @@ extension KeyValueObservable {
         }
     }
 
+    /// Registers `observer` for a property with a context that the handler is told, so that one
+    /// handler can serve several registrations (the `context` argument of Foundation's
+    /// `observeValue(forKeyPath:of:change:context:)`).
+    ///
+    /// ```swift
+    /// for (tag, keyPath) in [(1, \Person.age), (2, \Person.score)] as [(ObservationContext, KeyPath<Person, Int>)] {
+    ///     person.addObserver(self, for: keyPath, context: tag) { me, person, change, context in
+    ///         me.refresh(section: context.rawValue)
+    ///     }
+    /// }
+    /// ```
+    @inlinable
+    public func addObserver<Observer: AnyObject, Value>(
+        _ observer: Observer,
+        for keyPath: KeyPath<Self, Value>,
+        options: ObservationOptions = [.new],
+        context: ObservationContext,
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Observer, Self, ObservedChange<Value>, ObservationContext) -> Void
+    ) {
+        _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
+                      tokenHandler: nil, observerHandler: { observer, object, change in
+                          handler(unsafeDowncast(observer, to: Observer.self), object, change, context)
+                      })
+    }
+
     /// ``addObserver(_:for:options:context:delivery:_:)-(Observer,_,_,_,_,_)`` for an observer
     /// typed `AnyObject` or as a class-bound protocol existential (`any Listener`), which the
     /// generic form cannot take: for `AnyObject`, Swift 6.3.1 crashes compiling the generic call

@@ -120,7 +120,8 @@ extension _AnyRegistration {
         } else {
             line += "token"
         }
-        line += " context=\(context) options=\(options)"
+        if context != ObservationContext.none.rawValue { line += " context=\(context)" }
+        line += " options=\(options)"
         if _queue != nil { line += " delivery=queue" }
         return line
     }

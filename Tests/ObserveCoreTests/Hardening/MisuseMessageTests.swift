@@ -73,6 +73,14 @@ struct MisuseMessageTests {
         #expect(stderr.contains("dependent key"))
     }
 
+    @Test("the raw value reserved for ObservationContext.none is refused as a tag")
+    func reservedContext() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ObservationContext(rawValue: UInt.max)
+        }
+        #expect(Self.stderr(result).contains("UInt.max is the raw value of ObservationContext.none"))
+    }
+
     private static func stderr(_ result: ExitTest.Result?) -> String {
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     }

@@ -72,6 +72,32 @@ struct ObserverRegistrationTests {
         #expect(person.observationCount == 0)
     }
 
+    @Test("context 0 is a context of its own, distinct from none; a handler can be told its context",
+          arguments: ObservationBackend.allCases)
+    func contextZeroAndToldContext(backend: ObservationBackend) {
+        let person = Person(backend)
+        let watcher = Watcher()
+        person.addObserver(watcher, for: \.age) { watcher, _, _ in watcher.seen.append("none") }
+        person.addObserver(watcher, for: \.age, context: 0) { watcher, _, _, context in
+            watcher.seen.append("told \(context.rawValue)")
+        }
+        person.addObserver(watcher, for: \.age, context: 7) { watcher, _, _, context in
+            watcher.seen.append("told \(context.rawValue)")
+        }
+        #expect(person.observationCount == 3, "no context, context 0 and context 7 are three registrations")
+        person.age = 1
+        #expect(watcher.seen == ["none", "told 0", "told 7"])
+        person.removeObserver(watcher, for: \.age, context: 0)
+        person.age = 2
+        #expect(watcher.seen.suffix(2) == ["none", "told 7"])
+        person.removeObserver(watcher, for: \.age, context: .none)
+        person.age = 3
+        #expect(watcher.seen.last == "told 7")
+        #expect(ObservationContext.none != 0)
+        person.removeObserver(watcher, for: \.age)
+        #expect(person.observationCount == 0)
+    }
+
     @Test("the same observer, key path and context twice keeps one registration", arguments: ObservationBackend.allCases)
     func duplicateRegistrationKeepsOne(backend: ObservationBackend) {
         let person = Person(backend)
