@@ -279,6 +279,23 @@ public struct ArrayChange<Element> {
     }
 }
 
+extension ArrayChange {
+    /// The old and new values of an element property change, typed: nil unless this is an
+    /// ``Kind/elementChanged`` change of `keyPath`. Each value is present when the observation
+    /// asked for it (`.old`, `.new`).
+    ///
+    /// ```swift
+    /// let token = students.observe(options: [.old, .new], elementKeyPaths: [\.name, \.grade]) { _, change in
+    ///     if let (old, new) = change.elementChange(for: \.grade) { print("grade", old!, "->", new!) }
+    ///     if let (_, name) = change.elementChange(for: \.name) { print("renamed to", name!) }
+    /// }
+    /// ```
+    public func elementChange<Value>(for keyPath: KeyPath<Element, Value>) -> (old: Value?, new: Value?)? {
+        guard kind == .elementChanged, let changed = elementKeyPath, changed == keyPath else { return nil }
+        return (elementOldValue.map { $0 as! Value }, elementNewValue.map { $0 as! Value })
+    }
+}
+
 extension ArrayChange.ChangedElement: Equatable where Element: Equatable {}
 extension ArrayChange: @unchecked Sendable where Element: Sendable {}
 extension ArrayChange.ChangedElement: @unchecked Sendable where Element: Sendable {}

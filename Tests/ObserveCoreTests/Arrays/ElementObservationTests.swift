@@ -347,6 +347,26 @@ struct ElementObservationTests {
         #expect(initial?.newArray === teacher.students && initial?.newCount == 2)
         token.cancel()
     }
+
+    @Test("elementChange(for:) reads an element change's values typed, for its own key path only",
+          arguments: ObservationBackend.allCases)
+    func typedElementChange(backend: ObservationBackend) {
+        let ada = Student(backend, "Ada")
+        let students = ObservableArray([ada], backend: backend)
+        var grades: [(old: Int?, new: Int?)] = [], names: [String?] = [], others = 0
+        let token = students.observe(options: [.old, .new], elementKeyPaths: [\Student.grade, \Student.name]) { _, change in
+            if let grade = change.elementChange(for: \Student.grade) { grades.append(grade) }
+            else if let name = change.elementChange(for: \Student.name) { names.append(name.new) }
+            else { others += 1 }
+        }
+        ada.grade = 4
+        ada.name = "Ada L."
+        students.append(Student(backend, "Grace"))
+        #expect(grades.count == 1 && grades[0].old == 0 && grades[0].new == 4)
+        #expect(names == ["Ada L."])
+        #expect(others == 1, "a structural change is no element change of either key path")
+        token.cancel()
+    }
 }
 
 /// A small deterministic generator for reproducible random tests.
