@@ -81,6 +81,21 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
         _lifetime = _StreamLifetime(stream)
     }
 
+    /// Follows the array held in `keyPath` of `owner` (through reassignments) into a new stream.
+    internal init<Owner: KeyValueObservable>(_ owner: Owner, _ keyPath: KeyPath<Owner, ObservableArray<ArrayElement>>,
+                                             options: ObservationOptions, elementKeyPaths: [AnyKeyPath],
+                                             startTracking: ((ObservableArray<ArrayElement>, Set<UInt32>) -> Void)?,
+                                             buffering: ChangeStreamBuffering) {
+        let stream = _ChangeStream<ArrayChange<ArrayElement>>(buffering: buffering, coalesce: Self._fold)
+        let link = _ArrayPropertyStreamLink(stream, owner: owner)
+        let token = _ArrayObservation<Owner, ArrayElement>.start(
+            owner: owner, keyPath: keyPath, options: options, delivery: .inline, elementKeyPaths: elementKeyPaths,
+            startTracking: startTracking) { [weak stream] _, change in stream?.produce(change) }
+        link.hold(token)
+        stream.attach(onTerminate: { link.end() })
+        _lifetime = _StreamLifetime(stream)
+    }
+
     /// `.latest`: the change from the state before `pending` to the state after `newest`, as
     /// "the contents are now these".
     private static func _fold(_ pending: ArrayChange<ArrayElement>, _ newest: ArrayChange<ArrayElement>)
@@ -92,6 +107,40 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
 }
 
 extension ArrayChanges: Sendable where ArrayElement: Sendable {}
+
+/// Ties an array-property stream to its observation: the owner's death ends the stream (after
+/// what is buffered) and cancels the observation; the stream's end cancels it too. The stream
+/// holds this (through its termination hook), which holds the observation's token; the death
+/// watch holds it weakly; the observation's handler holds the stream weakly.
+internal final class _ArrayPropertyStreamLink<ArrayElement>: _DeathWatcher, @unchecked Sendable {
+    private let _lock = _Lock()
+    @exclusivity(unchecked) private var _token: ObservationToken?
+    private weak var _stream: _ChangeStream<ArrayChange<ArrayElement>>?
+    private let _ownerAddress: UInt
+
+    init(_ stream: _ChangeStream<ArrayChange<ArrayElement>>, owner: AnyObject) {
+        _stream = stream
+        _ownerAddress = UInt(bitPattern: ObjectIdentifier(owner))
+        _DeathWatch.shared.watch(owner, by: self)
+    }
+
+    deinit { _DeathWatch.shared.unwatch(_ownerAddress, identity: ObjectIdentifier(self)) }
+
+    func hold(_ token: ObservationToken) { _lock.withLock { _token = token } }
+
+    /// The consumer ended the stream.
+    func end() {
+        let token = _lock.withLock { () -> ObservationToken? in defer { _token = nil }; return _token }
+        token?.cancel()
+        _DeathWatch.shared.unwatch(_ownerAddress, by: self)
+    }
+
+    func watchedObjectDidDie(_ address: UInt) {
+        let token = _lock.withLock { () -> ObservationToken? in defer { _token = nil }; return _token }
+        token?.cancel()
+        _stream?.sourceEnded()
+    }
+}
 
 extension ObservableArray {
     /// This array's mutations as an `AsyncSequence` (see ``ArrayChanges``).
@@ -111,6 +160,36 @@ extension ObservableArray {
     public func changes(options: ObservationOptions = [], buffering: ChangeStreamBuffering = .unbounded)
     -> ArrayChanges<Element> {
         ArrayChanges(self, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
+    }
+}
+
+extension KeyValueObservable {
+    /// The changes of the array held in a property, as an `AsyncSequence` (see ``ArrayChanges``):
+    /// every mutation of the array the property holds, and when the property is set to another
+    /// array, an ``ArrayChange/Kind/arrayReplaced`` change, after which the new array's mutations
+    /// follow. The stream ends when the owner dies.
+    ///
+    /// ```swift
+    /// for await change in teacher.arrayChanges(for: \.students) { print(change.kind) }
+    /// ```
+    public func arrayChanges<Element>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
+                                      options: ObservationOptions = [],
+                                      buffering: ChangeStreamBuffering = .unbounded) -> ArrayChanges<Element> {
+        ArrayChanges(self, keyPath, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
+    }
+
+    /// ``arrayChanges(for:options:buffering:)`` with the given properties of the elements too.
+    ///
+    /// ```swift
+    /// for await change in teacher.arrayChanges(for: \.students, elementKeyPaths: [\.grade]) { … }
+    /// ```
+    public func arrayChanges<Element: KeyValueObservable>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
+                                                          options: ObservationOptions = [],
+                                                          elementKeyPaths: [PartialKeyPath<Element>],
+                                                          buffering: ChangeStreamBuffering = .unbounded)
+    -> ArrayChanges<Element> {
+        ArrayChanges(self, keyPath, options: options, elementKeyPaths: elementKeyPaths,
+                     startTracking: { array, keys in array._startTracking(keys) }, buffering: buffering)
     }
 }
 

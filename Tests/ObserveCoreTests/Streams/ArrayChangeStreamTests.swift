@@ -84,6 +84,43 @@ struct ArrayChangeStreamTests {
         #expect(replica == Array(array))
     }
 
+    @Test("an array property's stream follows reassignment, ends with its owner, and cleans up when dropped",
+          arguments: ObservationBackend.allCases)
+    func arrayPropertyStream(backend: ObservationBackend) async {
+        let first = students(backend, "Ada"), second = students(backend, "Grace", "Linus")
+        var teacher: Teacher? = Teacher(backend, students: first)
+        let oldArray = teacher!.students
+        var iterator = teacher!.arrayChanges(for: \.students, elementKeyPaths: [\Student.grade]).makeAsyncIterator()
+        var replica = first.map(\.name)
+        teacher!.students.append(second[0])
+        teacher!.students = ObservableArray(second, backend: backend)
+        oldArray.append(second[1])          // no longer the property's array: not reported
+        teacher!.students.remove(at: 0)
+        second[1].grade = 9                 // an element of the current array
+        var kinds: [ArrayChange<Student>.Kind] = []
+        for _ in 0..<4 {
+            guard let change = await iterator.next() else { break }
+            kinds.append(change.kind)
+            if change.kind != .elementChanged { replica = change.applying(to: replica.map { Student(backend, $0) })!.map(\.name) }
+        }
+        #expect(kinds == [.append, .arrayReplaced, .remove, .elementChanged])
+        #expect(replica == ["Linus"])
+        teacher = nil
+        let end = await iterator.next()
+        #expect(end == nil, "the owner died: the stream ended")
+        #expect(oldArray.observationCount == 0)
+
+        let kept = Teacher(backend, students: first)
+        do {
+            var other = kept.arrayChanges(for: \.students).makeAsyncIterator()
+            kept.students.append(second[0])
+            _ = await other.next()
+            #expect(kept.observationCount == 1 && kept.students.observationCount == 1)
+        }
+        #expect(kept.observationCount == 0 && kept.students.observationCount == 0,
+                "dropping the stream cancelled both registrations")
+    }
+
     @Test("the stream ends when the array dies; dropping the stream removes its registration",
           arguments: ObservationBackend.allCases)
     func lifetimes(backend: ObservationBackend) async {
