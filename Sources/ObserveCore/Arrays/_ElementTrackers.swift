@@ -14,29 +14,40 @@
 /// The process-wide directory: key id -> trackers whose arrays observe that element key.
 /// 32 buckets by `keyID % 32` (the same folding as the member bits), scanned linearly: a
 /// program observes few element keys, and hashing cost more than the whole scan.
+///
+/// Each entry holds its key id beside the tracker, so a change finds its trackers from the
+/// bucket copy alone: a tracker's own key list is written under its array's lock (a tracker can
+/// gain keys while registered), which the directory does not hold — reading it here raced with
+/// `add(keyIDs:)` replacing the list (a use-after-free seen in release stress runs).
 internal final class _ElementTrackers: @unchecked Sendable {
     static let shared = _ElementTrackers()
+
+    private struct Entry {
+        let keyID: UInt32
+        let tracker: _ElementTrackerBase
+    }
+
     private let _lock = _Lock()
-    @exclusivity(unchecked) private var _buckets = [ContiguousArray<_ElementTrackerBase>](repeating: [], count: 32)
+    @exclusivity(unchecked) private var _buckets = [ContiguousArray<Entry>](repeating: [], count: 32)
 
     func register(_ tracker: _ElementTrackerBase, keyID: UInt32) {
-        _lock.withLock { _buckets[Int(keyID & 31)].append(tracker) }
+        _lock.withLock { _buckets[Int(keyID & 31)].append(Entry(keyID: keyID, tracker: tracker)) }
     }
 
     func unregister(_ tracker: _ElementTrackerBase, keyIDs: some Sequence<UInt32>) {
         _lock.withLock {
-            for keyID in keyIDs { _buckets[Int(keyID & 31)].removeAll { $0 === tracker } }
+            for keyID in keyIDs {
+                _buckets[Int(keyID & 31)].removeAll { $0.tracker === tracker && $0.keyID == keyID }
+            }
         }
     }
 
     func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {
         // The copy keeps its trackers alive: each is then used without a retain of its own.
-        let trackers = _lock.withLock { _buckets[Int(keyID & 31)] }
-        for index in trackers.indices {
-            Unmanaged.passUnretained(trackers[index])._withUnsafeGuaranteedRef { tracker in
-                if tracker.tracks(keyID) {
-                    tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
-                }
+        let entries = _lock.withLock { _buckets[Int(keyID & 31)] }
+        for index in entries.indices where entries[index].keyID == keyID {
+            Unmanaged.passUnretained(entries[index].tracker)._withUnsafeGuaranteedRef { tracker in
+                tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
             }
         }
     }
@@ -45,8 +56,8 @@ internal final class _ElementTrackers: @unchecked Sendable {
 /// The non-generic face of a tracker, for the directory.
 @usableFromInline
 internal class _ElementTrackerBase: @unchecked Sendable {
-    /// Element key ids tracked, with their key paths (few: scanned linearly). Written under the
-    /// array's lock before the tracker is registered for a key, read by the directory after.
+    /// Element key ids tracked, with their key paths (few: scanned linearly). Written and read
+    /// only under the array's lock (the directory keeps its own copy of each key id).
     @exclusivity(unchecked) final var keys: [(id: UInt32, keyPath: AnyKeyPath)] = []
 
     final func tracks(_ keyID: UInt32) -> Bool { keys.contains { $0.id == keyID } }

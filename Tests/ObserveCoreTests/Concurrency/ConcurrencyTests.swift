@@ -92,6 +92,37 @@ struct ConcurrencyTests {
         ObservationRuntime._checkInvariants()
     }
 
+    /// One thread keeps adding element keys to an array's running tracker (a second observation
+    /// with another element key path) while another sets the elements' properties. The element
+    /// directory once read the tracker's key list there without the array's lock, racing with
+    /// the list being replaced (a use-after-free in release stress runs); under TSan (CI) this
+    /// test reported it.
+    @Test("element keys added to a running tracker while elements change on another thread",
+          arguments: ObservationBackend.allCases)
+    func elementKeysAddedWhileElementsChange(backend: ObservationBackend) {
+        let pupils = (0..<4).map { Student(backend, "p\($0)") }
+        let array = ObservableArray(pupils, backend: backend)
+        let heard = AtomicCounter()
+        nonisolated(unsafe) let shared = (array, pupils)
+        DispatchQueue.concurrentPerform(iterations: 2) { role in
+            let (array, pupils) = shared
+            for round in 0..<400 {
+                if role == 0 {
+                    let grades = array.observe(elementKeyPaths: [\Student.grade]) { _, _ in heard.increment() }
+                    let names = array.observe(elementKeyPaths: [\Student.name]) { _, _ in heard.increment() }
+                    names.cancel()
+                    grades.cancel()
+                } else {
+                    pupils[round % 4].grade = round
+                    pupils[(round + 1) % 4].name = "n\(round)"
+                }
+            }
+        }
+        #expect(array.observationCount == 0, "every observation was cancelled")
+        array._checkInvariants()
+        _ = heard.value
+    }
+
     /// A queued observer reads each change's elements (the change's copy-on-write snapshot of the
     /// storage) on its queue while the array goes on mutating in place on this thread; element
     /// changes (whose change box the array recycles once the queue lets go of it) are mixed in.
