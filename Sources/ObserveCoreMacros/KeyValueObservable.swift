@@ -24,7 +24,9 @@
 /// A `let`, a computed property, a `lazy` one and `static` ones are left alone. Declare a computed
 /// property's dependent key by hand beside it (`static let fullName = ObservableKey(\Person.fullName,
 /// dependsOn: …)`): the macro lists it with the others. Declare `kvoRegistrar` yourself to choose
-/// its backend. Errors: a struct or enum (observation needs an object's identity), a generic class
+/// its backend. Subclassing: apply it to the base class only; a subclass declares its own keys
+/// by hand (`static let x = ObservableKey(\Sub.x, name: "x")` and `@KeyValueObserved var x`).
+/// Errors: a struct or enum (observation needs an object's identity), a generic class
 /// (Swift has no static stored properties there), a property with its own `willSet`/`didSet`;
 /// a property wrapper's property is skipped with a warning.
 @attached(member, names: named(kvoRegistrar), named(observableKeys), arbitrary)

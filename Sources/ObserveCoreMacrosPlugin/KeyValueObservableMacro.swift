@@ -42,7 +42,13 @@ public struct KeyValueObservableMacro: MemberMacro, MemberAttributeMacro, Extens
         if !type.declaresStaticMember("observableKeys") {
             let keys = listed.map { "\(type.name).\($0)" }.joined(separator: ", ")
             members.append("\(raw: access)static let observableKeys: [any ObservableKeyProtocol] = [\(raw: keys)]")
-            members.append("\(raw: access)static let observableKeysAreComplete = true")
+            // Complete for this class only: a subclass inherits the listing but may declare keys
+            // of its own by hand, which the listing does not name.
+            if type.isFinal {
+                members.append("\(raw: access)static let observableKeysAreComplete = true")
+            } else {
+                members.append("\(raw: access)static var observableKeysAreComplete: Bool { self == \(raw: type.name).self }")
+            }
         }
         return members
     }
@@ -91,6 +97,9 @@ struct ObservableClass {
         }
         self.declaration = declaration
     }
+
+    /// Whether the class is `final` (no subclass can add keys the listing does not name).
+    var isFinal: Bool { declaration.modifiers.contains { $0.name.text == "final" } }
 
     /// `public ` for a public or open class (its registrar and key listing must be as visible as
     /// the conformance), else nothing.

@@ -120,6 +120,21 @@ struct MacroModelTests {
                                 + "ObservableKey for it"), "\(stderr)")
     }
 
+    @Test("a subclass of a macro-declared class adds keys by hand; base properties observe through the base type")
+    func subclass() {
+        let derived = MDerived()
+        var log: [String] = []
+        let extra = derived.observe(\.extra) { _, change in log.append("extra \(change.newValue!)") }
+        let title = (derived as MBase).observe(\.title) { _, change in log.append("title \(change.newValue!)") }
+        derived.extra = 1
+        derived.title = "t"
+        #expect(log == ["extra 1", "title t"])
+        #expect(MBase.observableKeysAreComplete && !MDerived.observableKeysAreComplete,
+                "the inherited listing is complete for the base only")
+        extra.cancel()
+        title.cancel()
+    }
+
     @Test("a class that declares its own registrar keeps it")
     func ownRegistrar() {
         let object = MSwiftBacked()

@@ -47,3 +47,16 @@ public final class MSwiftBacked {
     public let kvoRegistrar = KeyValueRegistrar(backend: .swift)
     public var value = 0
 }
+
+/// A base class for subclassing: the macro goes on the base only.
+@KeyValueObservable
+class MBase {
+    var title = ""
+}
+
+/// A subclass declares its own keys by hand (the registrar and listing are inherited), with
+/// `@KeyValueObserved` writing the accessors.
+final class MDerived: MBase {
+    static let extra = ObservableKey(\MDerived.extra, name: "extra")
+    @KeyValueObserved var extra = 0
+}
