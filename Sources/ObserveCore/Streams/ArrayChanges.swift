@@ -92,7 +92,7 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
             owner: owner, keyPath: keyPath, options: options, delivery: .inline, elementKeyPaths: elementKeyPaths,
             startTracking: startTracking) { [weak stream] _, change in stream?.produce(change) }
         link.hold(token)
-        stream.attach(onTerminate: { link.end() })
+        stream.attach { link.end() }
         _lifetime = _StreamLifetime(stream)
     }
 
@@ -128,17 +128,16 @@ internal final class _ArrayPropertyStreamLink<ArrayElement>: _DeathWatcher, @unc
 
     func hold(_ token: ObservationToken) { _lock.withLock { _token = token } }
 
-    /// The consumer ended the stream.
-    func end() {
-        let token = _lock.withLock { () -> ObservationToken? in defer { _token = nil }; return _token }
-        token?.cancel()
-        _DeathWatch.shared.unwatch(_ownerAddress, by: self)
-    }
+    /// The consumer ended the stream (the watch goes with this link, in `deinit`).
+    func end() { _takeToken()?.cancel() }
 
     func watchedObjectDidDie(_ address: UInt) {
-        let token = _lock.withLock { () -> ObservationToken? in defer { _token = nil }; return _token }
-        token?.cancel()
+        _takeToken()?.cancel()
         _stream?.sourceEnded()
+    }
+
+    private func _takeToken() -> ObservationToken? {
+        _lock.withLock { () -> ObservationToken? in defer { _token = nil }; return _token }
     }
 }
 

@@ -35,9 +35,8 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
     @exclusivity(unchecked) private var _latest: Element?
     @exclusivity(unchecked) private var _waiter: Continuation?
     @exclusivity(unchecked) private var _blockedProducers = 0
-    @exclusivity(unchecked) private weak var _registration: _AnyRegistration?
-    /// Run once when the consumer ends the stream (for streams whose source is not one
-    /// registration: an array property followed through reassignments).
+    /// Ends the source when the consumer ends the stream (run once, outside the lock): removes
+    /// the stream's registration, or cancels an array property's observation.
     @exclusivity(unchecked) private var _onTerminate: (() -> Void)?
 
     init(buffering: ChangeStreamBuffering, coalesce: @escaping (Element, Element) -> Element) {
@@ -53,10 +52,12 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
 
     /// Remembers the registration (weakly) so that termination can remove it.
     func attach(_ registration: _AnyRegistration?) {
-        _lock.withLock { _registration = registration }
+        attach { [weak registration] in
+            if let registration, !registration.isCancelled { registration.registry.remove(registration) }
+        }
     }
 
-    /// What termination must run to end the source (called outside the lock, once).
+    /// What termination must run to end the source.
     func attach(onTerminate: @escaping () -> Void) {
         _lock.withLock { _onTerminate = onTerminate }
     }
@@ -211,14 +212,12 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
         _waiter = nil
         let producers = _blockedProducers
         _blockedProducers = 0
-        let registration = _registration
         let onTerminate = _onTerminate
         _onTerminate = nil
         let dropped = _drainLocked()
         _lock.unlock()
         waiter?.resume(returning: _UncheckedSendable(nil))
         for _ in 0..<producers { _space.signal() }
-        if let registration, !registration.isCancelled { registration.registry.remove(registration) }
         onTerminate?()
         _ = dropped   // released here, after unlocking
     }
