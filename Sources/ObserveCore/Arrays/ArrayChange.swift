@@ -104,11 +104,11 @@ public struct ArrayChange<Element> {
     /// For ``Kind/elementChanged``: the element property that changed.
     @inlinable public var elementKeyPath: AnyKeyPath? { _box.elementKeyPath }
     /// For ``Kind/elementChanged``: the property's value before the change, when the observation
-    /// asked for `.old`.
-    @inlinable public var elementOldValue: Any? { _box.elementOldValue }
+    /// asked for `.old` (``elementChange(for:)`` gives it typed).
+    public var elementOldValue: Any? { _box._hasValues ? _box._values?.anyOld : nil }
     /// For ``Kind/elementChanged``: the property's value after the change, when the observation
-    /// asked for `.new`.
-    @inlinable public var elementNewValue: Any? { _box.elementNewValue }
+    /// asked for `.new` (``elementChange(for:)`` gives it typed).
+    public var elementNewValue: Any? { _box._hasValues ? _box._values?.anyNew : nil }
     /// For ``Kind/arrayReplaced``: the array the owner's property held before (nil for `.initial`).
     @inlinable public var oldArray: ObservableArray<Element>? { _box.oldArray }
     /// For ``Kind/arrayReplaced``: the array the owner's property holds now.
@@ -121,12 +121,9 @@ public struct ArrayChange<Element> {
 
     internal init(kind: Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>, snapshot: _RingBuffer<Element>?,
                   oldCount: Int, newCount: Int, isInitial: Bool = false,
-                  elementKeyPath: AnyKeyPath? = nil, elementOldValue: Any? = nil, elementNewValue: Any? = nil,
                   oldArray: ObservableArray<Element>? = nil, newArray: ObservableArray<Element>? = nil) {
         _box = _ArrayChangeBox(kind: kind, runs: runs, removed: removed, snapshot: snapshot, oldCount: oldCount,
-                               newCount: newCount, isInitial: isInitial, elementKeyPath: elementKeyPath,
-                               elementOldValue: elementOldValue, elementNewValue: elementNewValue,
-                               oldArray: oldArray, newArray: newArray)
+                               newCount: newCount, isInitial: isInitial, oldArray: oldArray, newArray: newArray)
     }
 
     /// A change made of a filled box (the element-change path, which recycles boxes).
@@ -165,27 +162,24 @@ public struct ArrayChange<Element> {
     /// The changed elements of a change, computed from its runs on access.
     public struct Elements: RandomAccessCollection {
         @usableFromInline internal let _change: ArrayChange<Element>
-        /// Prefix sums of run lengths (run r covers positions offsets[r] ..< offsets[r + 1]);
-        /// empty for a change of at most one run.
-        @usableFromInline internal let _offsets: [Int]
-        /// Old indices of modified elements, built once per `elements` for a change that mixes
-        /// modifications with structural runs (a batch); nil otherwise.
-        @usableFromInline internal let _keptMap: _KeptIndexMap?
+        /// Where each run starts among the elements, for a change of several runs; nil for one
+        /// run (an element change, an append), whose elements are then read with no lookup and
+        /// no allocation.
+        @usableFromInline internal let _layout: _ElementsLayout?
         public let count: Int
 
         @inlinable
         init(_ change: ArrayChange<Element>) {
             _change = change
-            _keptMap = change.kind == .elementChanged ? nil : _KeptIndexMap(runs: change._runs)
-            if change._runs.count <= 1 {
-                _offsets = []
-                count = change._runs.first?.length ?? 0
+            let runs = change._runs
+            if runs.count <= 1 {
+                // One run: offsets are positions, and a modified element kept its index.
+                _layout = nil
+                count = runs.first?.length ?? 0
             } else {
-                var offsets = [0]
-                offsets.reserveCapacity(change._runs.count + 1)
-                for run in change._runs { offsets.append(offsets.last! + run.length) }
-                _offsets = offsets
-                count = offsets.last!
+                let layout = _ElementsLayout(runs: runs, mapsKeptIndices: change.kind != .elementChanged)
+                _layout = layout
+                count = layout.offsets.last!
             }
         }
 
@@ -196,19 +190,11 @@ public struct ArrayChange<Element> {
         public subscript(position: Int) -> ChangedElement {
             _require(position >= 0 && position < count,
                      "ArrayChange.elements: index \(position) out of range for count \(count)")
-            var runIndex = 0
-            var offset = position
-            if !_offsets.isEmpty {
-                // The last run whose start offset is <= position.
-                var low = 0, high = _offsets.count - 2
-                while low < high {
-                    let mid = (low + high + 1) / 2
-                    if _offsets[mid] <= position { low = mid } else { high = mid - 1 }
-                }
-                runIndex = low
-                offset = position - _offsets[low]
+            guard let layout = _layout else {
+                return _change._element(run: 0, offset: position, position: position, keptMap: nil)
             }
-            return _change._element(run: runIndex, offset: offset, position: position, keptMap: _keptMap)
+            let (runIndex, offset) = layout.run(containing: position)
+            return _change._element(run: runIndex, offset: offset, position: position, keptMap: layout.keptMap)
         }
     }
 
@@ -292,7 +278,12 @@ extension ArrayChange {
     /// ```
     public func elementChange<Value>(for keyPath: KeyPath<Element, Value>) -> (old: Value?, new: Value?)? {
         guard kind == .elementChanged, let changed = elementKeyPath, changed == keyPath else { return nil }
-        return (elementOldValue.map { $0 as! Value }, elementNewValue.map { $0 as! Value })
+        // The key path fixes the value type; the values are read typed, never boxed.
+        guard _box._hasValues, let values = _box._values, values.valueType == ObjectIdentifier(Value.self) else {
+            return (nil, nil)
+        }
+        let typed = unsafeDowncast(values, to: _ElementValues<Value>.self)
+        return (typed.old, typed.new)
     }
 }
 
@@ -333,6 +324,37 @@ internal enum _RemovedValues<Element> {
         case .values(let values): return values[ordinal]
         case .storage(let storage): return storage[oldIndex]
         }
+    }
+}
+
+/// Where each run of a several-run change starts among its ``ArrayChange/Elements``, and, for a
+/// change that mixes modifications with structural runs (a batch), the old index of each
+/// modified element. Built once per `elements` read.
+@usableFromInline
+internal final class _ElementsLayout {
+    /// Prefix sums of run lengths: run r covers positions offsets[r] ..< offsets[r + 1].
+    @usableFromInline let offsets: [Int]
+    @usableFromInline let keptMap: _KeptIndexMap?
+
+    @usableFromInline
+    init(runs: [_ArrayRun], mapsKeptIndices: Bool) {
+        var offsets = [0]
+        offsets.reserveCapacity(runs.count + 1)
+        for run in runs { offsets.append(offsets.last! + run.length) }
+        self.offsets = offsets
+        keptMap = mapsKeptIndices ? _KeptIndexMap(runs: runs) : nil
+    }
+
+    /// The run holding element `position`, and the position's offset within it (binary search
+    /// for the last run whose start offset is <= position).
+    @inlinable
+    func run(containing position: Int) -> (run: Int, offset: Int) {
+        var low = 0, high = offsets.count - 2
+        while low < high {
+            let mid = (low + high + 1) / 2
+            if offsets[mid] <= position { low = mid } else { high = mid - 1 }
+        }
+        return (low, position - offsets[low])
     }
 }
 
@@ -437,8 +459,8 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var newCount: Int
     @usableFromInline @exclusivity(unchecked) var isInitial: Bool
     @usableFromInline @exclusivity(unchecked) var elementKeyPath: AnyKeyPath?
-    @usableFromInline @exclusivity(unchecked) var elementOldValue: Any?
-    @usableFromInline @exclusivity(unchecked) var elementNewValue: Any?
+    /// The element change's values, typed (see `_ElementValues`); read only while `_hasValues`.
+    @usableFromInline @exclusivity(unchecked) var _values: _ElementValuesBase?
     @usableFromInline @exclusivity(unchecked) var oldArray: ObservableArray<Element>?
     @usableFromInline @exclusivity(unchecked) var newArray: ObservableArray<Element>?
 
@@ -452,16 +474,15 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         isInitial = false
     }
 
-    /// Whether `elementOldValue` or `elementNewValue` may be set (recycling skips clearing them
-    /// otherwise: assigning to an `Any?` goes through the existential's value witnesses).
+    /// Whether `_values` holds this change's values (a recycled box keeps its cell, and the
+    /// values of an earlier change in it, when the current observers asked for none).
     @usableFromInline @exclusivity(unchecked) var _hasValues = false
     /// The key id `elementKeyPath` was looked up for (a recycled box keeps both).
     @exclusivity(unchecked) var _elementKeyID: UInt32 = 0
 
     /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
     /// been filled already. The key path is kept from one change to the next when it is the same.
-    func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?,
-                           oldValue: Any?, newValue: Any?) {
+    func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?) {
         self.snapshot = snapshot
         oldCount = snapshot.count
         newCount = snapshot.count
@@ -469,32 +490,33 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
             elementKeyPath = keyPath()
             _elementKeyID = keyID
         }
-        if oldValue != nil || newValue != nil {
-            elementOldValue = oldValue
-            elementNewValue = newValue
-            _hasValues = true
-        }
+    }
+
+    /// Stores the values an observer asked for, typed, through the setter's `values`.
+    func storeValues(_ values: _ElementValueStore, wantsOld: Bool, wantsNew: Bool) {
+        values(&_values, wantsOld, wantsNew)
+        _hasValues = true
     }
 
     /// Drops what the last change referred to (above all the snapshot: while held, the array's
-    /// next mutation would copy its storage), keeping the runs' capacity and the key path (an
-    /// interned key path, alive for the whole process anyway).
+    /// next mutation would copy its storage), keeping the runs' capacity, the key path (an
+    /// interned key path, alive for the whole process anyway) and the value cell.
     func clearForReuse() {
         // One run is the usual element change; removeAll(keepingCapacity:) costs several times
         // more than removing it.
         if runs.count == 1 { runs.removeLast() } else { runs.removeAll(keepingCapacity: true) }
         snapshot = nil
         if _hasValues {
-            elementOldValue = nil
-            elementNewValue = nil
             _hasValues = false
+            Unmanaged.passUnretained(_values.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+                if $0.holdsReferences { $0.clear() }
+            }
         }
     }
 
     init(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
-         snapshot: _RingBuffer<Element>?, oldCount: Int, newCount: Int, isInitial: Bool, elementKeyPath: AnyKeyPath?,
-         elementOldValue: Any?, elementNewValue: Any?, oldArray: ObservableArray<Element>?,
-         newArray: ObservableArray<Element>?) {
+         snapshot: _RingBuffer<Element>?, oldCount: Int, newCount: Int, isInitial: Bool,
+         oldArray: ObservableArray<Element>?, newArray: ObservableArray<Element>?) {
         self.kind = kind
         self.runs = runs
         self.removed = removed
@@ -502,9 +524,6 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         self.oldCount = oldCount
         self.newCount = newCount
         self.isInitial = isInitial
-        self.elementKeyPath = elementKeyPath
-        self.elementOldValue = elementOldValue
-        self.elementNewValue = elementNewValue
         self.oldArray = oldArray
         self.newArray = newArray
     }

@@ -15,7 +15,7 @@ extension KeyValueObservable {
     /// to the array it already holds reports nothing.
     public func observeArray<Element>(
         _ keyPath: KeyPath<Self, ObservableArray<Element>>,
-        options: ObservationOptions = [],
+        options: ObservationOptions = [.new],
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ArrayChange<Element>) -> Void
     ) -> ObservationToken {
@@ -33,7 +33,7 @@ extension KeyValueObservable {
     /// ```
     public func observeArray<Element: KeyValueObservable>(
         _ keyPath: KeyPath<Self, ObservableArray<Element>>,
-        options: ObservationOptions = [],
+        options: ObservationOptions = [.new],
         elementKeyPaths: [PartialKeyPath<Element>],
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ArrayChange<Element>) -> Void

@@ -166,9 +166,10 @@ extension ObservableArray {
     /// ```
     /// - Parameters:
     ///   - options: `.initial` delivers an ``ArrayChange/Kind/arrayReplaced`` change at once.
-    ///     `.prior` is not supported for arrays (precondition).
+    ///     `.prior` is not supported for arrays (precondition). The default, `[.new]`, is the
+    ///     properties' default; for arrays `.new` and `.old` matter to element changes only.
     ///   - delivery: Where the handler runs.
-    public func observe(options: ObservationOptions = [], delivery: ObservationDelivery = .inline,
+    public func observe(options: ObservationOptions = [.new], delivery: ObservationDelivery = .inline,
                         _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
         ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
                                                elementKeyPaths: [], startTracking: nil) { array, _, change in
@@ -180,7 +181,7 @@ extension ObservableArray {
     /// (observer, context) twice keeps one registration. Remove it with
     /// ``KeyValueObservable/removeObserver(_:for:)`` passing `\ObservableArray<Element>.self`,
     /// or let it die with either side.
-    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [],
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [.new],
                                                  context: ObservationContext = .none,
                                                  delivery: ObservationDelivery = .inline,
                                                  _ handler: @escaping (Observer, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
@@ -199,7 +200,7 @@ extension ObservableArray {
     ///     queue.addObserver(listener) { listener, queue, change in print(change.kind) }
     /// }
     /// ```
-    public func addObserver(_ observer: AnyObject, options: ObservationOptions = [],
+    public func addObserver(_ observer: AnyObject, options: ObservationOptions = [.new],
                             context: ObservationContext = .none, delivery: ObservationDelivery = .inline,
                             _ handler: @escaping (AnyObject, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
         _ = _addArrayRegistration(observer: observer, context: context, options: options, delivery: delivery,
@@ -222,9 +223,10 @@ extension ObservableArray where Element: KeyValueObservable {
     /// ```
     /// An element in the array several times is reported with each of its indices; an element in
     /// several observed arrays is reported to each. Elements removed from the array stop being
-    /// reported; inserted ones start. Element changes carry the property's old and new values
-    /// when `options` has `.old` / `.new`.
-    public func observe(options: ObservationOptions = [], elementKeyPaths: [PartialKeyPath<Element>],
+    /// reported; inserted ones start. Element changes carry the property's new value by default
+    /// (`options` defaults to `[.new]`, as for properties) and its old value with `.old`; read them
+    /// typed with ``ArrayChange/elementChange(for:)``.
+    public func observe(options: ObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
                         delivery: ObservationDelivery = .inline,
                         _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
         ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
@@ -234,7 +236,7 @@ extension ObservableArray where Element: KeyValueObservable {
     }
 
     /// Registers `observer` (held weakly) for this array's mutations and its elements' properties.
-    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [],
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [.new],
                                                  elementKeyPaths: [PartialKeyPath<Element>],
                                                  context: ObservationContext = .none,
                                                  delivery: ObservationDelivery = .inline,
@@ -273,14 +275,14 @@ extension ObservableArray where Element: KeyValueObservable {
 extension ObservableArray {
     /// Called by the tracker when a property of `element` changed.
     internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
-                                    oldValue: () -> Any, newValue: () -> Any) {
+                                    values: _ElementValueStore) {
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
         // change is a temporary), so that `_recycle` finds it uniquely referenced when no handler
         // kept it. Borrowing, not a downcast temporary, spares a retain/release pair.
         var boxObject = _takeChangeBox()
         let prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
             _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
-                                  keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+                                  keyID: keyID, element: element, values: values)
         }
         if let (cache, range) = prepared {
             _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
@@ -292,8 +294,7 @@ extension ObservableArray {
     /// Under the array's lock: fills `box` with the element change and enters a read section on
     /// the observers that want it; nil (lock released, no section held) when nobody does.
     private func _prepareElementChange(_ box: _ArrayChangeBox<Element>, tracker: _AnyElementTracker<Element>,
-                                       keyID: UInt32, element: Element, oldValue: () -> Any,
-                                       newValue: () -> Any)
+                                       keyID: UInt32, element: Element, values: _ElementValueStore)
     -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
         _lock.lock()
         defer { _lock.unlock() }
@@ -337,8 +338,8 @@ extension ObservableArray {
             kvoRegistrar._leaveReadSection()
             return nil
         }
-        box.fillElementChange(snapshot: storage.takeUnretainedValue(), keyID: keyID, keyPath: { tracker.keyPath(for: keyID) },
-                              oldValue: wantsOld ? oldValue() : nil, newValue: wantsNew ? newValue() : nil)
+        box.fillElementChange(snapshot: storage.takeUnretainedValue(), keyID: keyID, keyPath: { tracker.keyPath(for: keyID) })
+        if wantsOld || wantsNew { box.storeValues(values, wantsOld: wantsOld, wantsNew: wantsNew) }
         return (cache, range)
     }
 

@@ -208,11 +208,11 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
     }
 
-    override func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {
+    override func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
         guard let array else { return }
         // The key id fixes the element type: key ids are interned per key path, and a key path's
         // root is the `Element` of the arrays that track it.
         let element = unsafeDowncast(element, to: Element.self)
-        array._elementDidChange(tracker: self, keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+        array._elementDidChange(tracker: self, keyID: keyID, element: element, values: values)
     }
 }

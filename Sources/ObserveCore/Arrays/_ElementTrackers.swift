@@ -42,12 +42,12 @@ internal final class _ElementTrackers: @unchecked Sendable {
         }
     }
 
-    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {
+    func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
         // The copy keeps its trackers alive: each is then used without a retain of its own.
         let entries = _lock.withLock { _buckets[Int(keyID & 31)] }
         for index in entries.indices where entries[index].keyID == keyID {
             Unmanaged.passUnretained(entries[index].tracker)._withUnsafeGuaranteedRef { tracker in
-                tracker.elementDidChange(keyID: keyID, element: element, oldValue: oldValue, newValue: newValue)
+                tracker.elementDidChange(keyID: keyID, element: element, values: values)
             }
         }
     }
@@ -64,5 +64,5 @@ internal class _ElementTrackerBase: @unchecked Sendable {
 
     final func keyPath(for keyID: UInt32) -> AnyKeyPath? { keys.first { $0.id == keyID }?.keyPath }
 
-    func elementDidChange(keyID: UInt32, element: AnyObject, oldValue: () -> Any, newValue: () -> Any) {}
+    func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {}
 }

@@ -120,18 +120,20 @@ public final class KeyValueRegistrar: @unchecked Sendable {
                                                                    _ object: Root, _ oldValue: Value, _ newValue: Value) {
         let key = key()
         if mask & key._memberBit != 0 {
-            _notifyArrays(key._id, object, { oldValue }, { newValue })
+            _notifyArrays(key._id, object) { cell, wantsOld, wantsNew in
+                _ElementValues<Value>.store(wantsOld ? oldValue : nil, wantsNew ? newValue : nil, in: &cell)
+            }
         }
         if mask & key._bit != 0 {
             _notify(key, object, oldValue, newValue)
         }
     }
 
-    /// Tells the observed arrays holding `object` that its property `keyID` changed. The values
-    /// are boxed as `Any` only for an observer that asked for them (`.old`, `.new`).
+    /// Tells the observed arrays holding `object` that its property `keyID` changed. `values`
+    /// stores the old and new values, typed, only for an observer that asked for them (`.old`, `.new`).
     @usableFromInline @inline(never)
-    internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ oldValue: () -> Any, _ newValue: () -> Any) {
-        _ElementTrackers.shared.elementDidChange(keyID: keyID, element: object, oldValue: oldValue, newValue: newValue)
+    internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ values: _ElementValueStore) {
+        _ElementTrackers.shared.elementDidChange(keyID: keyID, element: object, values: values)
     }
 
     /// Counts one more membership in a tracked array whose element keys have `memberBits`.

@@ -156,7 +156,7 @@ extension ObservableArray {
     ///     ``ChangeStreamBuffering/bounded(_:)`` (the mutating thread waits while it is full) or
     ///     ``ChangeStreamBuffering/latest`` (changes folded while the consumer is busy).
     /// - Returns: A stream whose registration is live from now on.
-    public func changes(options: ObservationOptions = [], buffering: ChangeStreamBuffering = .unbounded)
+    public func changes(options: ObservationOptions = [.new], buffering: ChangeStreamBuffering = .unbounded)
     -> ArrayChanges<Element> {
         ArrayChanges(self, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
     }
@@ -172,7 +172,7 @@ extension KeyValueObservable {
     /// for await change in teacher.arrayChanges(for: \.students) { print(change.kind) }
     /// ```
     public func arrayChanges<Element>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
-                                      options: ObservationOptions = [],
+                                      options: ObservationOptions = [.new],
                                       buffering: ChangeStreamBuffering = .unbounded) -> ArrayChanges<Element> {
         ArrayChanges(self, keyPath, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
     }
@@ -183,7 +183,7 @@ extension KeyValueObservable {
     /// for await change in teacher.arrayChanges(for: \.students, elementKeyPaths: [\.grade]) { … }
     /// ```
     public func arrayChanges<Element: KeyValueObservable>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
-                                                          options: ObservationOptions = [],
+                                                          options: ObservationOptions = [.new],
                                                           elementKeyPaths: [PartialKeyPath<Element>],
                                                           buffering: ChangeStreamBuffering = .unbounded)
     -> ArrayChanges<Element> {
@@ -201,7 +201,7 @@ extension ObservableArray where Element: KeyValueObservable {
     ///     if change.kind == .elementChanged { print("grade at", change.elements.map(\.newIndex!)) }
     /// }
     /// ```
-    public func changes(options: ObservationOptions = [], elementKeyPaths: [PartialKeyPath<Element>],
+    public func changes(options: ObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
                         buffering: ChangeStreamBuffering = .unbounded) -> ArrayChanges<Element> {
         ArrayChanges(self, options: options, elementKeyPaths: elementKeyPaths, startTracking: _startTracking,
                      buffering: buffering)

@@ -367,6 +367,87 @@ struct ElementObservationTests {
         #expect(others == 1, "a structural change is no element change of either key path")
         token.cancel()
     }
+
+    @Test("by default an element change carries its new value, as a property change does",
+          arguments: ObservationBackend.allCases)
+    func defaultOptionsMatchProperties(backend: ObservationBackend) {
+        let ada = Student(backend, "Ada")
+        let students = ObservableArray([ada], backend: backend)
+        var arrayValues: [(Any?, Any?)] = [], propertyValues: [(Int?, Int?)] = []
+        let arrayToken = students.observe(elementKeyPaths: [\Student.grade]) { _, change in
+            if change.kind == .elementChanged { arrayValues.append((change.elementOldValue, change.elementNewValue)) }
+        }
+        let propertyToken = ada.observe(\.grade) { _, change in propertyValues.append((change.oldValue, change.newValue)) }
+        ada.grade = 9
+        #expect(arrayValues.count == 1 && arrayValues[0].0 == nil && arrayValues[0].1 as? Int == 9)
+        #expect(propertyValues.count == 1 && propertyValues[0].0 == nil && propertyValues[0].1 == 9)
+        arrayToken.cancel()
+        propertyToken.cancel()
+    }
+
+    @Test("an element change's values are its own: none when not asked for, kept by a change that is kept",
+          arguments: ObservationBackend.allCases)
+    func elementChangeValuesAreNeverStale(backend: ObservationBackend) {
+        let ada = Student(backend, "Ada")
+        let students = ObservableArray([ada], backend: backend)
+        var kept: [ArrayChange<Student>] = []
+        var first = students.observe(options: [.old, .new], elementKeyPaths: [\Student.grade]) { _, change in
+            if change.kind == .elementChanged { kept.append(change) }
+        }
+        ada.grade = 1
+        ada.grade = 2
+        first.cancel()
+        // The array recycles the storage of an element change nobody kept; a later change whose
+        // observer asked for no values must not show the values of an earlier one.
+        var unasked: [(Any?, Any?, (old: Int?, new: Int?)?)] = []
+        first = students.observe(options: [], elementKeyPaths: [\Student.grade]) { _, change in
+            if change.kind == .elementChanged {
+                unasked.append((change.elementOldValue, change.elementNewValue, change.elementChange(for: \Student.grade)))
+            }
+        }
+        ada.grade = 3
+        ada.grade = 4
+        first.cancel()
+        #expect(unasked.count == 2)
+        for (old, new, typed) in unasked {
+            #expect(old == nil && new == nil)
+            #expect(typed?.old == nil && typed?.new == nil && typed != nil)
+        }
+        #expect(kept.map { $0.elementChange(for: \Student.grade)?.old } == [0, 1])
+        #expect(kept.map { $0.elementNewValue as? Int } == [1, 2])
+    }
+
+    @Test("a reference value of an element change is released once the change is delivered",
+          arguments: ObservationBackend.allCases)
+    func elementChangeReleasesReferenceValues(backend: ObservationBackend) {
+        final class Payload {}
+        final class Holder: KeyValueObservable {
+            let kvoRegistrar: KeyValueRegistrar
+            init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
+            static let payload = ObservableKey(\Holder.payload)
+            var payload: Payload? {
+                didSet { kvoRegistrar.didSet(Holder.payload, of: self, from: oldValue, to: payload) }
+            }
+        }
+        let holder = Holder(backend)
+        let array = ObservableArray([holder], backend: backend)
+        var heard = 0
+        let token = array.observe(options: [.old, .new], elementKeyPaths: [\Holder.payload]) { _, change in
+            if change.elementChange(for: \Holder.payload) != nil { heard += 1 }
+        }
+        weak var first: Payload?
+        do {
+            let payload = Payload()
+            first = payload
+            holder.payload = payload
+            holder.payload = nil
+        }
+        #expect(heard == 2)
+        // (Optimised builds recycle the change storage — CI runs this suite in release too; a
+        // debug build's temporaries keep the change referenced, so its storage is not reused.)
+        #expect(first == nil, "the recycled change storage still holds a value of an earlier change")
+        token.cancel()
+    }
 }
 
 /// A small deterministic generator for reproducible random tests.
