@@ -91,6 +91,14 @@ let package = Package(
             dependencies: ["ObserveCore"],
             path: "Tests/ObserveCoreTests"
         ),
+        // A client written as a Swift 6 application would be: main-actor view models and actors
+        // observing models and arrays, strict concurrency checked (the build must stay warning-free).
+        .testTarget(
+            name: "ObserveCoreClientTests",
+            dependencies: ["ObserveCore"],
+            path: "Tests/ObserveCoreClientTests",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // Models declared with the macros, run through the property, array, chain, dependent,
         // stream and binding behaviour; and the expansions themselves, diagnostics included.
         .testTarget(
