@@ -15,7 +15,7 @@ extension KeyValueObservable {
     /// to the array it already holds reports nothing.
     public func observeArray<Element>(
         _ keyPath: KeyPath<Self, ObservableArray<Element>>,
-        options: ObservationOptions = [.new],
+        options: ArrayObservationOptions = [.new],
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ArrayChange<Element>) -> Void
     ) -> ObservationToken {
@@ -33,7 +33,7 @@ extension KeyValueObservable {
     /// ```
     public func observeArray<Element: KeyValueObservable>(
         _ keyPath: KeyPath<Self, ObservableArray<Element>>,
-        options: ObservationOptions = [.new],
+        options: ArrayObservationOptions = [.new],
         elementKeyPaths: [PartialKeyPath<Element>],
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ArrayChange<Element>) -> Void
@@ -50,7 +50,7 @@ extension KeyValueObservable {
 /// registration names the owner as its observer, so it dies with the owner.
 internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unchecked Sendable {
     private let _lock = _Lock()
-    private let _options: ObservationOptions
+    private let _options: ArrayObservationOptions
     private let _delivery: ObservationDelivery
     private let _elementKeyPaths: [AnyKeyPath]
     private let _startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?
@@ -59,7 +59,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
     @exclusivity(unchecked) private var _arrayRegistration: _AnyRegistration?
     @exclusivity(unchecked) private var _cancelled = false
 
-    private init(options: ObservationOptions, delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
+    private init(options: ArrayObservationOptions, delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
                  startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?,
                  handler: @escaping (Owner, ArrayChange<Element>) -> Void) {
         _options = options
@@ -69,11 +69,10 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         _handler = handler
     }
 
-    static func start(owner: Owner, keyPath: KeyPath<Owner, ObservableArray<Element>>, options: ObservationOptions,
+    static func start(owner: Owner, keyPath: KeyPath<Owner, ObservableArray<Element>>, options: ArrayObservationOptions,
                       delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
                       startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?,
                       handler: @escaping (Owner, ArrayChange<Element>) -> Void) -> ObservationToken {
-        _require(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
         let observation = _ArrayObservation(options: options, delivery: delivery, elementKeyPaths: elementKeyPaths,
                                             startTracking: startTracking, handler: handler)
         observation._lock.withLock {

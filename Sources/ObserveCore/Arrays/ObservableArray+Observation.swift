@@ -133,18 +133,17 @@ extension ObservableArray {
     // MARK: Registering
 
     /// Adds an array registration and, for element key paths, starts or widens element tracking.
-    internal func _addArrayRegistration(observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
+    internal func _addArrayRegistration(observer: AnyObject?, context: ObservationContext, options: ArrayObservationOptions,
                                         delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
                                         startTracking: ((Set<UInt32>) -> Void)?,
                                         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
     -> _ArrayRegistration<Element>? {
-        _require(!options.contains(.prior), "ObserveCore: .prior is not supported for array observations")
         var keyIDs: [UInt32] = []
         for keyPath in elementKeyPaths {
             let id = _KeyTable.shared.id(for: keyPath)
             if !keyIDs.contains(id) { keyIDs.append(id) }
         }
-        let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: options,
+        let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: ObservationOptions(options),
                                               delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
         if !keyIDs.isEmpty { startTracking?(Set(keyIDs)) }
@@ -165,11 +164,11 @@ extension ObservableArray {
     /// }
     /// ```
     /// - Parameters:
-    ///   - options: `.initial` delivers an ``ArrayChange/Kind/arrayReplaced`` change at once.
-    ///     `.prior` is not supported for arrays (precondition). The default, `[.new]`, is the
-    ///     properties' default; for arrays `.new` and `.old` matter to element changes only.
+    ///   - options: `.initial` delivers an ``ArrayChange/Kind/arrayReplaced`` change at once;
+    ///     `.new` and `.old` matter to element changes only (see ``ArrayObservationOptions``,
+    ///     which has no `.prior`). The default, `[.new]`, is the properties' default.
     ///   - delivery: Where the handler runs.
-    public func observe(options: ObservationOptions = [.new], delivery: ObservationDelivery = .inline,
+    public func observe(options: ArrayObservationOptions = [.new], delivery: ObservationDelivery = .inline,
                         _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
         ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
                                                elementKeyPaths: [], startTracking: nil) { array, _, change in
@@ -181,7 +180,7 @@ extension ObservableArray {
     /// (observer, context) twice keeps one registration. Remove it with
     /// ``KeyValueObservable/removeObserver(_:for:)`` passing `\ObservableArray<Element>.self`,
     /// or let it die with either side.
-    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [.new],
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ArrayObservationOptions = [.new],
                                                  context: ObservationContext = .none,
                                                  delivery: ObservationDelivery = .inline,
                                                  _ handler: @escaping (Observer, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
@@ -200,7 +199,7 @@ extension ObservableArray {
     ///     queue.addObserver(listener) { listener, queue, change in print(change.kind) }
     /// }
     /// ```
-    public func addObserver(_ observer: AnyObject, options: ObservationOptions = [.new],
+    public func addObserver(_ observer: AnyObject, options: ArrayObservationOptions = [.new],
                             context: ObservationContext = .none, delivery: ObservationDelivery = .inline,
                             _ handler: @escaping (AnyObject, ObservableArray<Element>, ArrayChange<Element>) -> Void) {
         _ = _addArrayRegistration(observer: observer, context: context, options: options, delivery: delivery,
@@ -226,7 +225,7 @@ extension ObservableArray where Element: KeyValueObservable {
     /// reported; inserted ones start. Element changes carry the property's new value by default
     /// (`options` defaults to `[.new]`, as for properties) and its old value with `.old`; read them
     /// typed with ``ArrayChange/elementChange(for:)``.
-    public func observe(options: ObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
+    public func observe(options: ArrayObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
                         delivery: ObservationDelivery = .inline,
                         _ handler: @escaping (ObservableArray<Element>, ArrayChange<Element>) -> Void) -> ObservationToken {
         ObservationToken(_addArrayRegistration(observer: nil, context: .none, options: options, delivery: delivery,
@@ -236,7 +235,7 @@ extension ObservableArray where Element: KeyValueObservable {
     }
 
     /// Registers `observer` (held weakly) for this array's mutations and its elements' properties.
-    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ObservationOptions = [.new],
+    public func addObserver<Observer: AnyObject>(_ observer: Observer, options: ArrayObservationOptions = [.new],
                                                  elementKeyPaths: [PartialKeyPath<Element>],
                                                  context: ObservationContext = .none,
                                                  delivery: ObservationDelivery = .inline,

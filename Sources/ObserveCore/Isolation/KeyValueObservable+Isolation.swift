@@ -89,7 +89,7 @@ extension ObservableArray where Element: Sendable {
     /// ```
     /// Delivery is as for ``KeyValueObservable/observe(_:options:on:_:)-(_,_,MainActor,_)``:
     /// asynchronous, on the main actor, in order per mutating thread.
-    public func observe(options: ObservationOptions = [.new], on mainActor: MainActor,
+    public func observe(options: ArrayObservationOptions = [.new], on mainActor: MainActor,
                         _ handler: @escaping @MainActor @Sendable (ArrayChange<Element>) -> Void) -> ObservationToken {
         observe(options: options, delivery: .queue(.main)) { _, change in
             MainActor.assumeIsolated { handler(change) }
@@ -107,7 +107,7 @@ extension ObservableArray where Element: Sendable {
     /// ```
     /// Delivery is one change at a time, on the actor, in the order of the mutations (an array
     /// serialises its mutations), so a replica that applies every change stays equal to the array.
-    public func observe<A: Actor>(options: ObservationOptions = [.new], on actor: A,
+    public func observe<A: Actor>(options: ArrayObservationOptions = [.new], on actor: A,
                                   _ handler: @escaping @Sendable (isolated A, ArrayChange<Element>) -> Void)
     -> ObservationToken {
         let mailbox = _ActorMailbox<A, ArrayChange<Element>>(actor: actor, handler: handler)

@@ -70,7 +70,7 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
     }
 
     /// Registers on `array` (inline delivery into the stream's buffer) and wraps the stream.
-    internal init(_ array: ObservableArray<ArrayElement>, options: ObservationOptions, elementKeyPaths: [AnyKeyPath],
+    internal init(_ array: ObservableArray<ArrayElement>, options: ArrayObservationOptions, elementKeyPaths: [AnyKeyPath],
                   startTracking: ((Set<UInt32>) -> Void)?, buffering: ChangeStreamBuffering) {
         let stream = _ChangeStream<ArrayChange<ArrayElement>>(buffering: buffering, coalesce: Self._fold)
         let sentinel = _StreamSentinel(stream)
@@ -83,7 +83,7 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
 
     /// Follows the array held in `keyPath` of `owner` (through reassignments) into a new stream.
     internal init<Owner: KeyValueObservable>(_ owner: Owner, _ keyPath: KeyPath<Owner, ObservableArray<ArrayElement>>,
-                                             options: ObservationOptions, elementKeyPaths: [AnyKeyPath],
+                                             options: ArrayObservationOptions, elementKeyPaths: [AnyKeyPath],
                                              startTracking: ((ObservableArray<ArrayElement>, Set<UInt32>) -> Void)?,
                                              buffering: ChangeStreamBuffering) {
         let stream = _ChangeStream<ArrayChange<ArrayElement>>(buffering: buffering, coalesce: Self._fold)
@@ -151,12 +151,12 @@ extension ObservableArray {
     /// ```
     /// - Parameters:
     ///   - options: `.initial` makes the first element the current contents
-    ///     (``ArrayChange/Kind/arrayReplaced``). `.prior` is not supported for arrays.
+    ///     (``ArrayChange/Kind/arrayReplaced``); see ``ArrayObservationOptions``.
     ///   - buffering: ``ChangeStreamBuffering/unbounded`` (the default),
     ///     ``ChangeStreamBuffering/bounded(_:)`` (the mutating thread waits while it is full) or
     ///     ``ChangeStreamBuffering/latest`` (changes folded while the consumer is busy).
     /// - Returns: A stream whose registration is live from now on.
-    public func changes(options: ObservationOptions = [.new], buffering: ChangeStreamBuffering = .unbounded)
+    public func changes(options: ArrayObservationOptions = [.new], buffering: ChangeStreamBuffering = .unbounded)
     -> ArrayChanges<Element> {
         ArrayChanges(self, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
     }
@@ -172,7 +172,7 @@ extension KeyValueObservable {
     /// for await change in teacher.arrayChanges(for: \.students) { print(change.kind) }
     /// ```
     public func arrayChanges<Element>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
-                                      options: ObservationOptions = [.new],
+                                      options: ArrayObservationOptions = [.new],
                                       buffering: ChangeStreamBuffering = .unbounded) -> ArrayChanges<Element> {
         ArrayChanges(self, keyPath, options: options, elementKeyPaths: [], startTracking: nil, buffering: buffering)
     }
@@ -183,7 +183,7 @@ extension KeyValueObservable {
     /// for await change in teacher.arrayChanges(for: \.students, elementKeyPaths: [\.grade]) { … }
     /// ```
     public func arrayChanges<Element: KeyValueObservable>(for keyPath: KeyPath<Self, ObservableArray<Element>>,
-                                                          options: ObservationOptions = [.new],
+                                                          options: ArrayObservationOptions = [.new],
                                                           elementKeyPaths: [PartialKeyPath<Element>],
                                                           buffering: ChangeStreamBuffering = .unbounded)
     -> ArrayChanges<Element> {
@@ -201,7 +201,7 @@ extension ObservableArray where Element: KeyValueObservable {
     ///     if change.kind == .elementChanged { print("grade at", change.elements.map(\.newIndex!)) }
     /// }
     /// ```
-    public func changes(options: ObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
+    public func changes(options: ArrayObservationOptions = [.new], elementKeyPaths: [PartialKeyPath<Element>],
                         buffering: ChangeStreamBuffering = .unbounded) -> ArrayChanges<Element> {
         ArrayChanges(self, options: options, elementKeyPaths: elementKeyPaths, startTracking: _startTracking,
                      buffering: buffering)

@@ -335,7 +335,7 @@ final class DifferentialWorld {
     private func observeArray() {
         let slot = rng.below(tokens.count)
         let tag = "array\(slot)"
-        let options: ObservationOptions = [[], [.new], [.old, .new], [.initial, .new]][rng.below(4)]
+        let options: ArrayObservationOptions = [[], [.new], [.old, .new], [.initial, .new]][rng.below(4)]
         let elementKeys: [PartialKeyPath<Student>] = [[], [\.grade], [\.grade, \.name]][rng.below(3)]
         switch rng.below(4) {
         case 0:
@@ -357,7 +357,7 @@ final class DifferentialWorld {
         }
     }
 
-    private func addArrayObserver<W: AnyObject>(_ watcher: W, _ array: ObservableArray<Student>, _ options: ObservationOptions,
+    private func addArrayObserver<W: AnyObject>(_ watcher: W, _ array: ObservableArray<Student>, _ options: ArrayObservationOptions,
                                                 _ elementKeys: [PartialKeyPath<Student>], _ context: ObservationContext) {
         array.addObserver(watcher, options: options, elementKeyPaths: elementKeys, context: context) { [unowned self] w, _, c in
             record("\(name(w)) on array", c)

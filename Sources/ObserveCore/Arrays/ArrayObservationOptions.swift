@@ -1,0 +1,33 @@
+/// What an array observer wants to hear: the subset of ``ObservationOptions`` that arrays
+/// support, so that an unsupported one (`.prior`: an array has no "about to change" moment
+/// observers could use) is refused by the compiler rather than at run time.
+///
+/// ```swift
+/// let token = students.observe(options: [.old, .new, .initial], elementKeyPaths: [\.grade]) { _, change in
+///     if let (old, new) = change.elementChange(for: \.grade) { print(old!, "->", new!) }
+/// }
+/// ```
+/// `.new` and `.old` matter to element changes (their property's values); `.initial` delivers
+/// an ``ArrayChange/Kind/arrayReplaced`` change at registration. The default everywhere is
+/// `[.new]`, as for properties.
+public struct ArrayObservationOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+
+    @inlinable
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Element changes carry the property's value after the change (``ArrayChange/elementNewValue``).
+    public static let new = ArrayObservationOptions(rawValue: ObservationOptions.new.rawValue)
+    /// Element changes carry the property's value before the change (``ArrayChange/elementOldValue``).
+    public static let old = ArrayObservationOptions(rawValue: ObservationOptions.old.rawValue)
+    /// The handler runs once, during registration, with an ``ArrayChange/Kind/arrayReplaced``
+    /// change holding the current contents (``ArrayChange/isInitial`` set).
+    public static let initial = ArrayObservationOptions(rawValue: ObservationOptions.initial.rawValue)
+}
+
+extension ObservationOptions {
+    /// The registry's form of array options (same bits).
+    internal init(_ options: ArrayObservationOptions) {
+        self.init(rawValue: options.rawValue)
+    }
+}
