@@ -27,7 +27,7 @@ struct MacroModelTests {
         let person = MPerson()
         let watcher = Watcher()
         person.addObserver(watcher, for: \.nickname, options: [.new]) { watcher, _, change in
-            watcher.seen.append(change.newValue ?? nil)
+            watcher.seen.append(change.newValue)
         }
         person.nickname = "Countess"
         person.nickname = nil
@@ -63,7 +63,7 @@ struct MacroModelTests {
     func chain() {
         let person = MPerson()
         var cities: [String?] = []
-        let token = person.observe(\.address?.city) { _, change in cities.append(change.newValue ?? nil) }
+        let token = person.observe(\.address?.city) { _, change in cities.append(change.newValue) }
         person.address = MAddress(city: "London")
         person.address?.city = "Paris"
         let old = person.address!

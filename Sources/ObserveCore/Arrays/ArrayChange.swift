@@ -276,9 +276,16 @@ extension ArrayChange {
     ///     if let (_, name) = change.elementChange(for: \.name) { print("renamed to", name!) }
     /// }
     /// ```
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func elementChange<Value>(for keyPath: KeyPath<Element, Value>) -> (old: Value?, new: Value?)? {
+        _elementValues(for: keyPath)
+    }
+
+    /// The typed values of an element change of `keyPath` (nil for another change); the key
+    /// path fixes the value type, so the values are read typed, never boxed.
+    @usableFromInline
+    internal func _elementValues<Value>(for keyPath: KeyPath<Element, Value>) -> (old: Value?, new: Value?)? {
         guard kind == .elementChanged, let changed = elementKeyPath, changed == keyPath else { return nil }
-        // The key path fixes the value type; the values are read typed, never boxed.
         guard _box._hasValues, let values = _box._values, values.valueType == ObjectIdentifier(Value.self) else {
             return (nil, nil)
         }

@@ -24,6 +24,7 @@ extension KeyValueObservable {
     ///   - options: What each change carries; `[.new]` by default.
     ///   - delivery: Where the handler runs; inline on the mutating thread by default.
     ///   - handler: Called with the object and each change.
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func post<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],

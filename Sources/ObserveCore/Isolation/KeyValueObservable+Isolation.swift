@@ -32,6 +32,7 @@ extension KeyValueObservable {
     ///     change, asynchronously.
     ///   - mainActor: `MainActor.shared`.
     ///   - handler: Called on the main actor with the typed change.
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func observe<Value: Sendable>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],
@@ -64,6 +65,7 @@ extension KeyValueObservable {
     ///   - options: What the changes carry; `[.new]` by default.
     ///   - actor: The actor the handler runs on; kept alive by the observation.
     ///   - handler: Called on `actor` with the actor (isolated) and the typed change.
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func observe<Value: Sendable, A: Actor>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],

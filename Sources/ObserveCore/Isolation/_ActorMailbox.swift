@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Delivers changes to a handler isolated to an actor: one at a time, on the actor, in the order
 /// they were posted (one drain task per burst, never one task per change, so no two deliveries
 /// race for the actor and none overtakes another).
@@ -7,7 +5,11 @@ import Synchronization
 /// `post` runs inline on the mutating thread (under no lock of ours) and only appends; the
 /// drain runs on the actor. After `close()`, changes still pending are dropped and none is
 /// delivered: closing on the actor itself therefore guarantees no later call.
-internal final class _ActorMailbox<A: Actor, Change: Sendable>: Sendable {
+///
+/// The state is guarded by a `_Lock` rather than `Synchronization.Mutex`: on Linux the Mutex
+/// waits with futex calls that ThreadSanitizer does not see, so it reported the guarded accesses
+/// as races.
+internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Sendable {
     private struct State {
         var pending: [Change] = []
         var draining = false
@@ -16,7 +18,7 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: Sendable {
 
     private let actor: A
     private let handler: @Sendable (isolated A, Change) -> Void
-    private let state = Mutex(State())
+    private let state = _Guarded(State())
 
     init(actor: A, handler: @escaping @Sendable (isolated A, Change) -> Void) {
         self.actor = actor
@@ -71,5 +73,19 @@ extension Actor {
     /// Runs a mailbox's drain isolated to this actor.
     internal func _drain<Change>(_ mailbox: _ActorMailbox<Self, Change>) {
         mailbox.drain(self)
+    }
+}
+
+/// A value guarded by a `_Lock` (`Mutex`'s shape, visible to ThreadSanitizer).
+internal final class _Guarded<Value>: @unchecked Sendable {
+    private let _lock = _Lock()
+    @exclusivity(unchecked) private var _value: Value
+
+    init(_ value: Value) { _value = value }
+
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return body(&_value)
     }
 }

@@ -50,6 +50,7 @@ extension KeyValueObservable {
     ///   - handler: Called with the object and the typed change.
     /// - Returns: The token that keeps the observation alive.
     @inlinable
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],
@@ -130,6 +131,7 @@ extension KeyValueObservable {
     /// person.removeObserver(self, for: \.age)
     /// ```
     @inlinable
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func addObserver<Observer: AnyObject, Value>(
         _ observer: Observer,
         for keyPath: KeyPath<Self, Value>,
@@ -193,6 +195,7 @@ extension KeyValueObservable {
     /// }
     /// ```
     @inlinable
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func addObserver<Observer: AnyObject, Value>(
         _ observer: Observer,
         for keyPath: KeyPath<Self, Value>,
@@ -222,6 +225,7 @@ extension KeyValueObservable {
     ///     }
     /// }
     /// ```
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func addObserver<Value>(
         _ observer: AnyObject,
         for keyPath: KeyPath<Self, Value>,

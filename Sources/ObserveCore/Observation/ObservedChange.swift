@@ -2,7 +2,8 @@
 ///
 /// Which values are present depends on the registration's ``ObservationOptions``:
 /// `oldValue` needs `.old`, `newValue` needs `.new`. For a property whose type is itself
-/// optional, `Value?` is a double optional: `.some(nil)` means "the value was nil".
+/// optional (`String?`), observations hand over `ObservedChange<String>`: `newValue` is a
+/// `String?`, nil when the property is nil.
 ///
 /// ```swift
 /// person.observe(\.age, options: [.old, .new]) { _, change in

@@ -168,23 +168,33 @@ extension KeyValueObservable {
     ///     ``ChangeStreamBuffering/bounded(_:)`` (lossless, the setter waits when full) or
     ///     ``ChangeStreamBuffering/latest``.
     /// - Returns: A stream whose registration is live from now on.
+    @_disfavoredOverload  // an optional key path takes the flattening overload
     public func changes<Value>(
         for keyPath: KeyPath<Self, Value>,
         options: ObservationOptions = [.new],
         buffering: ChangeStreamBuffering = .unbounded
     ) -> ObservedChanges<Value> {
+        _changes(for: keyPath, options: options, buffering: buffering) { $0 }
+    }
+
+    /// `changes(for:)`, each change passed through `transform` on the setting thread (the
+    /// optional-property form unwraps values one level).
+    internal func _changes<Value, Output>(
+        for keyPath: KeyPath<Self, Value>, options: ObservationOptions, buffering: ChangeStreamBuffering,
+        _ transform: @escaping (ObservedChange<Value>) -> ObservedChange<Output>
+    ) -> ObservedChanges<Output> {
         if buffering == .latest {
             _require(!options.contains(.prior),
                      "ObserveCore: a .latest change stream cannot carry .prior notifications (\(keyPath)); "
                      + "use .unbounded or .bounded to receive them")
         }
-        let stream = _ChangeStream<ObservedChange<Value>>(buffering: buffering) { pending, change in
+        let stream = _ChangeStream<ObservedChange<Output>>(buffering: buffering) { pending, change in
             ObservedChange(oldValue: pending.oldValue, newValue: change.newValue, isPrior: false,
                            isInitial: pending.isInitial)
         }
         let sentinel = _StreamSentinel(stream)
         let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: .inline,
-                                     tokenHandler: { _, change in sentinel.stream.produce(change) },
+                                     tokenHandler: { _, change in sentinel.stream.produce(transform(change)) },
                                      observerHandler: nil)
         stream.attach(registration)
         return ObservedChanges(_lifetime: _StreamLifetime(stream))

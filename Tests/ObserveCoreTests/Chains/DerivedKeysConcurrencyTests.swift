@@ -12,7 +12,7 @@ struct DerivedKeysConcurrencyTests {
         let root = LockedNode(backend, name: "root")
         let nodes = (0..<4).map { LockedNode(backend, name: "n\($0)") }
         let last = Log<String?>()
-        let anchor = root.observe(\.next?.name) { _, change in last.append(change.newValue!) }
+        let anchor = root.observe(\.next?.name) { _, change in last.append(change.newValue) }
         DispatchQueue.concurrentPerform(iterations: 4) { t in
             for i in 0..<400 {
                 switch t {
