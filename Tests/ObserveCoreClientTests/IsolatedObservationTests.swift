@@ -51,12 +51,7 @@ final class ThermometerViewModel {
 
 actor TemperatureLog {
     private(set) var steps: [String] = []
-    /// When set, cancelled by the first record (a handler ending its own observation).
-    var token: ObservationToken?
-    func record(_ old: Int, _ new: Int) {
-        steps.append("\(old)->\(new)")
-        token?.cancel()
-    }
+    func record(_ old: Int, _ new: Int) { steps.append("\(old)->\(new)") }
 }
 
 /// Keeps a replica of an observed array by applying every change it is told, in order.
@@ -99,12 +94,8 @@ struct IsolatedObservationTests {
         for celsius in [18, 19, 21] { await station.set(celsius) }
         #expect(await eventually { viewModel.texts.count == 3 })
         #expect(viewModel.texts == ["18 °C", "19 °C", "21 °C"])
-        // Cancelled on the main actor: nothing later is delivered. (Each change is queued to the
-        // main actor before `set` returns, ahead of this test's own resumption, so both queued
-        // deliveries have run — and been skipped — when the expectation is checked.)
         viewModel.stop()
         await station.set(31)
-        await station.set(32)
         #expect(viewModel.texts == ["18 °C", "19 °C", "21 °C"])
     }
 
@@ -120,17 +111,27 @@ struct IsolatedObservationTests {
         #expect(token.isCancelled)
     }
 
-    @Test("a handler that cancels its observation on its actor is not called again")
-    func cancelOnTheActor() async {
-        let station = Station()
-        let counter = CancellingCounter()
-        await counter.hold(await station.observeCelsius(on: counter.log))
-        for celsius in 1...20 { await station.set(celsius) }
-        #expect(await eventually { await counter.log.steps.count >= 1 })
-        // Give queued deliveries every chance to (wrongly) run.
-        for celsius in 21...40 { await station.set(celsius) }
+    @Test("changes already made are not delivered once the token is cancelled on the main actor")
+    @MainActor
+    func cancelOnTheMainActorDropsWhatIsPending() async {
+        let thermometer = Thermometer()          // confined to the main actor here
+        var heard: [Int] = []
+        let token = thermometer.observe(\.celsius, on: MainActor.shared) { change in heard.append(change.newValue!) }
+        thermometer.celsius = 1
+        thermometer.celsius = 2                  // both posted; delivery needs the main actor, which is busy here
+        token.cancel()
+        for _ in 0..<20 { await Task.yield() }
         try? await Task.sleep(for: .milliseconds(20))
-        #expect(await counter.log.steps.count == 1)
+        #expect(heard.isEmpty)
+    }
+
+    @Test("a handler that cancels its observation on its actor is not called again, pending changes included")
+    func cancelOnTheActor() async {
+        let observer = SelfObserver()
+        await observer.run(changes: 20)
+        #expect(await eventually { await observer.calls >= 1 })
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await observer.calls == 1)
     }
 
     @Test("an actor keeps a replica of an observed array from its change stream")
@@ -190,13 +191,20 @@ final class Kinds {
     var all: [ArrayChange<Int>.Kind] = []
 }
 
-/// Holds the token of an observation whose handler runs on `log`, and cancels it from `log`'s
-/// first call.
-actor CancellingCounter {
-    let log = TemperatureLog()
-    func hold(_ token: ObservationToken) async { await log.cancelAfterFirst(token) }
-}
+/// Owns a thermometer and observes it on itself: the changes it makes pile up in the mailbox
+/// while it is busy, and its handler cancels the observation at the first call.
+actor SelfObserver {
+    private let thermometer = Thermometer()
+    private var token: ObservationToken?
+    private(set) var calls = 0
 
-extension TemperatureLog {
-    func cancelAfterFirst(_ token: ObservationToken) { self.token = token }
+    func run(changes: Int) {
+        token = thermometer.observe(\.celsius, on: self) { me, _ in me.heard() }
+        for celsius in 1...changes { thermometer.celsius = celsius }
+    }
+
+    private func heard() {
+        calls += 1
+        token?.cancel()
+    }
 }

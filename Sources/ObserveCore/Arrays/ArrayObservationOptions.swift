@@ -25,9 +25,19 @@ public struct ArrayObservationOptions: OptionSet, Sendable, Hashable {
     public static let initial = ArrayObservationOptions(rawValue: ObservationOptions.initial.rawValue)
 }
 
+extension ArrayObservationOptions {
+    /// Every option arrays support.
+    internal static let _all: ArrayObservationOptions = [.new, .old, .initial]
+}
+
 extension ObservationOptions {
-    /// The registry's form of array options (same bits).
+    /// The registry's form of array options (same bits). Bits that are no array option (a value
+    /// made with `init(rawValue:)`) are refused: they would reach the registry's `.prior` or
+    /// `.skipEqualValues` bookkeeping.
     internal init(_ options: ArrayObservationOptions) {
+        _require(options.isSubset(of: ArrayObservationOptions._all),
+                 "ObserveCore: ArrayObservationOptions(rawValue: \(options.rawValue)) holds bits that are no array "
+                 + "option; arrays support .new, .old and .initial")
         self.init(rawValue: options.rawValue)
     }
 }

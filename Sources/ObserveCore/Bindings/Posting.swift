@@ -37,6 +37,24 @@ extension KeyValueObservable {
         }
     }
 
+    /// ``post(_:options:delivery:_:)`` for an optional property: the change's values are
+    /// `Wrapped?`, nil when the property is nil (see `KeyValueObservable+Optionals.swift`).
+    ///
+    /// ```swift
+    /// person.post(\.nickname) { person, change in print(person.name, "is now", change.newValue ?? "unnamed") }
+    /// ```
+    public func post<Wrapped>(
+        _ keyPath: KeyPath<Self, Wrapped?>,
+        options: ObservationOptions = [.new],
+        delivery: ObservationDelivery = .inline,
+        _ handler: @escaping (Self, ObservedChange<Wrapped>) -> Void
+    ) {
+        removeObserver(self, for: keyPath, context: _postingContext)
+        addObserver(self, for: keyPath, options: options, context: _postingContext, delivery: delivery) { _, object, change in
+            handler(object, change)
+        }
+    }
+
     /// Stops posting the changes of `keyPath` (see ``post(_:options:delivery:_:)``). Stopping a
     /// property that is not posted does nothing.
     ///

@@ -54,7 +54,7 @@ extension ObservableKey: ObservableKeyProtocol {
 ///     static let observableKeys: [any ObservableKeyProtocol] = [city]
 /// }
 ///
-/// let token = person.observe(\.address?.city) { person, change in print(change.newValue!) }
+/// let token = person.observe(\.address?.city) { person, change in print(change.newValue ?? "no city") }   // String?
 /// ```
 ///
 /// A class that does not conform still works when its keys happen to exist already (any key that

@@ -1,5 +1,3 @@
-import Dispatch
-
 // Observation whose handler is isolated to an actor, checked by the compiler in Swift 6.
 //
 // The `delivery:` forms take a handler that is not `@Sendable`: `.inline` runs it on the
@@ -7,7 +5,9 @@ import Dispatch
 // to make safe. The forms below are the checked ones: the handler is `@Sendable` and runs on
 // the main actor (a `@MainActor` closure, so it may touch a view model's state) or on a given
 // actor (with that actor `isolated`), asynchronously and in the order the changes were made on
-// each thread. Values cross threads, so they must be `Sendable`; the object does not.
+// each thread. Only the changes cross threads, so they must be `Sendable`; the object does not,
+// and it is not retained by a pending delivery (it can stay confined to the actor that owns it).
+// Every form goes through one `_ActorMailbox` per registration (see there).
 
 extension KeyValueObservable {
     /// Observes a property with a handler that runs on the main actor.
@@ -25,7 +25,7 @@ extension KeyValueObservable {
     /// ```
     /// Each change is delivered asynchronously on the main actor (also when it was made there),
     /// in the order the changes were made on each thread. Cancelling the token on the main actor
-    /// guarantees that no later call happens.
+    /// guarantees that no later call happens, even for changes already made.
     /// - Parameters:
     ///   - keyPath: The property, rooted at the class that declares its ``ObservableKey``.
     ///   - options: What the changes carry; `[.new]` by default. `.prior` is delivered like any
@@ -39,9 +39,7 @@ extension KeyValueObservable {
         on mainActor: MainActor,
         _ handler: @escaping @MainActor @Sendable (ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        // The main queue is the main actor's executor: a queued delivery runs there, in order,
-        // and is skipped once the registration is cancelled.
-        observe(keyPath, options: options, delivery: .queue(.main)) { _, change in
+        _observe(keyPath, options: options, on: mainActor, transform: { $0 }) { _, change in
             MainActor.assumeIsolated { handler(change) }
         }
     }
@@ -58,8 +56,9 @@ extension KeyValueObservable {
     /// }
     /// ```
     /// Each change is delivered asynchronously on the actor, one at a time, in the order the
-    /// changes were made on each thread. After the token is cancelled no further call starts;
-    /// cancelling on the actor itself guarantees no later call.
+    /// changes were made on each thread. Cancelling the token on the actor itself guarantees no
+    /// later call, even for changes already made; cancelled from another thread, a call that is
+    /// just starting may still happen.
     /// - Parameters:
     ///   - keyPath: The property, rooted at the class that declares its ``ObservableKey``.
     ///   - options: What the changes carry; `[.new]` by default.
@@ -72,12 +71,22 @@ extension KeyValueObservable {
         on actor: A,
         _ handler: @escaping @Sendable (isolated A, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        let mailbox = _ActorMailbox<A, ObservedChange<Value>>(actor: actor, handler: handler)
-        let registration = observe(keyPath, options: options) { _, change in mailbox.post(change) }
-        return ObservationToken(cancel: {
-            mailbox.close()
-            registration.cancel()
-        }, isCancelled: { mailbox.isClosed || registration.isCancelled })
+        _observe(keyPath, options: options, on: actor, transform: { $0 }, handler)
+    }
+
+    /// Registers `keyPath` inline and posts each change, passed through `transform` on the
+    /// mutating thread, to a mailbox drained on `actor`. The token closes the mailbox (dropping
+    /// what is pending) and cancels the registration.
+    internal func _observe<Value, Change: Sendable, A: Actor>(
+        _ keyPath: KeyPath<Self, Value>, options: ObservationOptions, on actor: A,
+        transform: @escaping (ObservedChange<Value>) -> Change,
+        _ handler: @escaping @Sendable (isolated A, Change) -> Void
+    ) -> ObservationToken {
+        let mailbox = _ActorMailbox<A, Change>(actor: actor, handler: handler)
+        let registration = ObservationToken(_register(
+            keyPath, observer: nil, context: .none, options: options, delivery: .inline,
+            tokenHandler: { _, change in mailbox.post(transform(change)) }, observerHandler: nil))
+        return mailbox.token(closing: registration)
     }
 }
 
@@ -89,11 +98,11 @@ extension ObservableArray where Element: Sendable {
     ///     self?.unread += change.insertedCount                  // main-actor state, checked
     /// }
     /// ```
-    /// Delivery is as for ``KeyValueObservable/observe(_:options:on:_:)-(_,_,MainActor,_)``:
-    /// asynchronous, on the main actor, in order per mutating thread.
+    /// Delivery is asynchronous, on the main actor, in order per mutating thread; cancelling the
+    /// token on the main actor guarantees no later call.
     public func observe(options: ArrayObservationOptions = [.new], on mainActor: MainActor,
                         _ handler: @escaping @MainActor @Sendable (ArrayChange<Element>) -> Void) -> ObservationToken {
-        observe(options: options, delivery: .queue(.main)) { _, change in
+        _observe(options: options, on: mainActor) { _, change in
             MainActor.assumeIsolated { handler(change) }
         }
     }
@@ -107,16 +116,20 @@ extension ObservableArray where Element: Sendable {
     /// }
     /// let token = numbers.observe(on: replica) { replica, change in replica.apply(change) }
     /// ```
-    /// Delivery is one change at a time, on the actor, in the order of the mutations (an array
-    /// serialises its mutations), so a replica that applies every change stays equal to the array.
+    /// Delivery is one change at a time, on the actor, in order per mutating thread (so a
+    /// replica that applies every change stays equal to the array when one thread — or one
+    /// actor — mutates it); cancelling the token on the actor guarantees no later call.
     public func observe<A: Actor>(options: ArrayObservationOptions = [.new], on actor: A,
                                   _ handler: @escaping @Sendable (isolated A, ArrayChange<Element>) -> Void)
     -> ObservationToken {
+        _observe(options: options, on: actor, handler)
+    }
+
+    private func _observe<A: Actor>(options: ArrayObservationOptions, on actor: A,
+                                    _ handler: @escaping @Sendable (isolated A, ArrayChange<Element>) -> Void)
+    -> ObservationToken {
         let mailbox = _ActorMailbox<A, ArrayChange<Element>>(actor: actor, handler: handler)
-        let registration = observe(options: options) { _, change in mailbox.post(change) }
-        return ObservationToken(cancel: {
-            mailbox.close()
-            registration.cancel()
-        }, isCancelled: { mailbox.isClosed || registration.isCancelled })
+        let registration = observe(options: options, delivery: .inline) { _, change in mailbox.post(change) }
+        return mailbox.token(closing: registration)
     }
 }

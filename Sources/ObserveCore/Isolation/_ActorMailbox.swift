@@ -40,15 +40,27 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
         }
     }
 
-    /// Stops delivery: pending changes are dropped.
+    /// Stops delivery: pending changes are dropped (released after the lock: a change's
+    /// deinit may run arbitrary code).
     func close() {
-        state.withLock { state in
+        let dropped = state.withLock { state -> [Change] in
             state.closed = true
-            state.pending.removeAll()
+            defer { state.pending = [] }
+            return state.pending
         }
+        _ = dropped
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// The token of an observation delivered through this mailbox: cancelling it closes the
+    /// mailbox, then cancels `registration`.
+    func token(closing registration: ObservationToken) -> ObservationToken {
+        ObservationToken(cancel: {
+            self.close()
+            registration.cancel()
+        }, isCancelled: { self.isClosed || registration.isCancelled })
+    }
 
     /// Delivers what is pending, batch after batch, until nothing is (on the actor).
     func drain(_ actor: isolated A) {

@@ -6,7 +6,8 @@
 // as `Optional(Optional("Paris"))`. Each form below takes `KeyPath<Self, Wrapped?>` and hands over
 // `ObservedChange<Wrapped>` instead: `newValue` is `String?`, nil when the property is nil (or
 // when `.new` was not asked for). Swift picks these overloads for every optional key path, as
-// the more specific ones; the forms for several key paths at once keep the general change type.
+// the more specific ones (the general forms are `@_disfavoredOverload`); the forms for several
+// key paths at once keep the general change type. `post` has its optional form in Posting.swift.
 
 extension ObservedChange {
     /// The change of an optional property with its values unwrapped one level.
@@ -117,24 +118,6 @@ extension KeyValueObservable {
         _changes(for: keyPath, options: options, buffering: buffering) { ObservedChange(flattening: $0) }
     }
 
-    /// Posts the changes of an optional property to a handler owned by the object; values are
-    /// `Wrapped?` (see ``post(_:options:delivery:_:)-(KeyPath<Self,Value>,_,_,_)``).
-    ///
-    /// ```swift
-    /// person.post(\.nickname) { person, change in print(person.name, "is now", change.newValue ?? "unnamed") }
-    /// ```
-    public func post<Wrapped>(
-        _ keyPath: KeyPath<Self, Wrapped?>,
-        options: ObservationOptions = [.new],
-        delivery: ObservationDelivery = .inline,
-        _ handler: @escaping (Self, ObservedChange<Wrapped>) -> Void
-    ) {
-        post(keyPath as KeyPath<Self, Wrapped?>, options: options, delivery: delivery) {
-            (object: Self, change: ObservedChange<Wrapped?>) in
-            handler(object, ObservedChange(flattening: change))
-        }
-    }
-
     /// Observes an optional property on the main actor; values are `Wrapped?`.
     ///
     /// ```swift
@@ -146,9 +129,8 @@ extension KeyValueObservable {
         on mainActor: MainActor,
         _ handler: @escaping @MainActor @Sendable (ObservedChange<Wrapped>) -> Void
     ) -> ObservationToken {
-        observe(keyPath as KeyPath<Self, Wrapped?>, options: options, on: mainActor) {
-            (change: ObservedChange<Wrapped?>) in
-            handler(ObservedChange(flattening: change))
+        _observe(keyPath, options: options, on: mainActor, transform: { ObservedChange(flattening: $0) }) { _, change in
+            MainActor.assumeIsolated { handler(change) }
         }
     }
 
@@ -163,10 +145,7 @@ extension KeyValueObservable {
         on actor: A,
         _ handler: @escaping @Sendable (isolated A, ObservedChange<Wrapped>) -> Void
     ) -> ObservationToken {
-        observe(keyPath as KeyPath<Self, Wrapped?>, options: options, on: actor) {
-            (actor: isolated A, change: ObservedChange<Wrapped?>) in
-            handler(actor, ObservedChange(flattening: change))
-        }
+        _observe(keyPath, options: options, on: actor, transform: { ObservedChange(flattening: $0) }, handler)
     }
 }
 

@@ -2,8 +2,11 @@
 ///
 /// Which values are present depends on the registration's ``ObservationOptions``:
 /// `oldValue` needs `.old`, `newValue` needs `.new`. For a property whose type is itself
-/// optional (`String?`), observations hand over `ObservedChange<String>`: `newValue` is a
-/// `String?`, nil when the property is nil.
+/// optional (`String?`), the single-key observation forms hand over `ObservedChange<String>`:
+/// `newValue` is a `String?`, nil when the property is nil — and also when `.new` was not asked
+/// for, so ask for the values you read. (A handler explicitly typed `ObservedChange<String?>`, the
+/// several-key-path forms and generic code over `KeyPath<Root, Value>` get the general form,
+/// whose values for an optional property are `String??`.)
 ///
 /// ```swift
 /// person.observe(\.age, options: [.old, .new]) { _, change in

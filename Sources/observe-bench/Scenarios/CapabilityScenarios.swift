@@ -57,8 +57,8 @@ private final class Tally {
 
 /// Adds a chain's `Int?` new value to `sink` (a nil one is not added, so the count shows it).
 @inline(__always)
-private func addChainValue(_ change: ObservedChange<Int?>, _ sink: Sink) {
-    if case let value?? = change.newValue { sink.add(value) }
+private func addChainValue(_ change: ObservedChange<Int>, _ sink: Sink) {
+    if let value = change.newValue { sink.add(value) }
 }
 
 // MARK: - chain.leaf-set.2 / chain.leaf-set.3

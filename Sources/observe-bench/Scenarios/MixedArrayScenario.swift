@@ -141,7 +141,7 @@ struct ArrayMixedScenario: ArrayScenario {
                 array.observe(elementKeyPaths: [\KVOStudent.grade]) { _, _ in counter &+= 1 },
                 array.observe(options: [.new], elementKeyPaths: [\KVOStudent.grade]) { _, change in
                     if change.kind == .elementChanged {
-                        let grade = change.elementNewValue as! Int
+                        let grade = change.elementChange(for: \KVOStudent.grade)!.new!   // typed: no Any
                         for element in change.elements { account(element.element.id, grade) }
                         return
                     }

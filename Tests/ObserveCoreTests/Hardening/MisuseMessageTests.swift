@@ -38,6 +38,15 @@ struct MisuseMessageTests {
         #expect(Self.stderr(result).contains("ObserveCore: maximumNotificationDepth must be at least 1"))
     }
 
+    @Test("array options holding a bit that is no array option (.prior's) are refused by name")
+    func arrayOptionsWithForeignBits() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let numbers = ObservableArray([1, 2])
+            _ = numbers.observe(options: ArrayObservationOptions(rawValue: 1 << 3)) { _, _ in }
+        }
+        #expect(Self.stderr(result).contains("arrays support .new, .old and .initial"))
+    }
+
     @Test("a bounded change stream of capacity 0 names the capacity")
     func zeroCapacityStream() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

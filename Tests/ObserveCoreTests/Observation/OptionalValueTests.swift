@@ -23,7 +23,10 @@ struct OptionalValueTests {
             note("context\(context.rawValue)", change.newValue)
         }
         let listener: AnyObject = Listener()
-        person.addObserver(listener, for: \.nickname) { _, _, change in note("any", change.newValue) }
+        person.addObserver(listener, for: \.nickname) { observer, _, change in
+            // (Not `#expect(observer === listener)`: Swift 6.3.1 crashes compiling that closure.)
+            note(ObjectIdentifier(observer) == ObjectIdentifier(listener) ? "any" : "wrong observer", change.newValue)
+        }
         person.post(\.nickname) { _, change in note("post", change.newValue) }
         person.nickname = "Countess"
         person.nickname = nil
@@ -109,19 +112,6 @@ struct OptionalValueTests {
         #expect(onMain == ["Ada", nil])
         #expect(await log.values == ["Ada", nil])
         [mainToken, actorToken, arrayToken].forEach { $0.cancel() }
-    }
-
-    @Test("a non-optional property still gives its own type", arguments: ObservationBackend.allCases)
-    func nonOptional(backend: ObservationBackend) {
-        let person = Person(backend)
-        var ages: [Int] = []
-        let token = person.observe(\.age) { _, change in
-            let age: Int? = change.newValue
-            ages.append(age ?? -1)
-        }
-        person.age = 3
-        #expect(ages == [3])
-        token.cancel()
     }
 }
 
