@@ -4,7 +4,7 @@ import Testing
 /// An observer typed `AnyObject` (the form the compiler crashed on, see `addObserver`).
 private final class Listener {}
 
-@Suite("Optional properties: changes hold Wrapped?, never a double optional", .serialized)
+@Suite("Optional properties: the single-key forms hand over Wrapped? values", .serialized)
 struct OptionalValueTests {
     @Test("observe, addObserver (typed, with context, AnyObject), post: String? values", arguments: ObservationBackend.allCases)
     func everyRegistrationForm(backend: ObservationBackend) {
