@@ -21,9 +21,10 @@
 /// }
 /// ```
 ///
-/// A `let`, a computed property, a `lazy` one and `static` ones are left alone. Declare a computed
-/// property's dependent key by hand beside it (`static let fullName = ObservableKey(\Person.fullName,
-/// dependsOn: …)`): the macro lists it with the others. Declare `kvoRegistrar` yourself to choose
+/// A `let`, a computed property, a `lazy` one and `static` ones are left alone. A computed
+/// property that depends on others gets its key from ``KeyValueDependent(on:)``; one declared by
+/// hand beside it (`static let fullName = ObservableKey(\Person.fullName, dependsOn: …)`) is
+/// listed with the others too. Declare `kvoRegistrar` yourself to choose
 /// its backend. Subclassing: apply it to the base class only; a subclass declares its own keys
 /// by hand (`static let x = ObservableKey(\Sub.x, name: "x")` and `@KeyValueObserved var x`).
 /// Errors: a struct or enum (observation needs an object's identity), a generic class
@@ -53,3 +54,25 @@ public macro KeyValueObserved() = #externalMacro(module: "ObserveCoreMacrosPlugi
 /// ```
 @attached(peer)
 public macro KeyValueIgnored() = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueIgnoredMacro")
+
+/// Makes a computed property of a `@KeyValueObservable` class observable: its key is a dependent
+/// key, announced whenever one of `dependencies` changes (old value the last one announced, new
+/// value read after the change).
+///
+/// ```swift
+/// @KeyValueObservable
+/// final class Person {
+///     var firstName = ""
+///     var lastName = ""
+///     var address: Address?
+///     @KeyValueDependent(on: \Person.firstName, \Person.lastName, \Person.address?.city)
+///     var label: String { "\(firstName) \(lastName), \(address?.city ?? "-")" }
+/// }
+/// let token = person.observe(\.label) { _, change in print(change.newValue!) }
+/// ```
+/// The class macro declares the key (`static let label = ObservableKey(\Person.label, name: "label",
+/// dependsOn: […])`) and lists it; write the key paths with their root type (an attribute's
+/// arguments have no `Self` to infer it from). Errors: on a stored property (observed directly),
+/// with no key path.
+@attached(peer)
+public macro KeyValueDependent(on dependencies: AnyKeyPath...) = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueDependentMacro")

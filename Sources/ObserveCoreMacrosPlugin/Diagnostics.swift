@@ -9,6 +9,8 @@ enum ObserveCoreDiagnostic: DiagnosticMessage {
     case propertyWrapper(String)
     case observedNotAVar
     case observedLet
+    case dependentNotComputed
+    case dependentWithoutKeyPaths
 
     var message: String {
         switch self {
@@ -30,6 +32,12 @@ enum ObserveCoreDiagnostic: DiagnosticMessage {
             return "@KeyValueObserved applies to a stored 'var' of a class"
         case .observedLet:
             return "a 'let' never changes, so there is nothing to observe"
+        case .dependentNotComputed:
+            return "@KeyValueDependent applies to a computed 'var' (a getter); a stored property is observed "
+                + "directly, and @KeyValueObservable already announces its changes"
+        case .dependentWithoutKeyPaths:
+            return "@KeyValueDependent needs the key paths the property depends on, e.g. "
+                + "@KeyValueDependent(on: \\Person.firstName, \\Person.lastName)"
         }
     }
 
@@ -43,6 +51,8 @@ enum ObserveCoreDiagnostic: DiagnosticMessage {
         case .propertyWrapper: id = "propertyWrapper"
         case .observedNotAVar: id = "observedNotAVar"
         case .observedLet: id = "observedLet"
+        case .dependentNotComputed: id = "dependentNotComputed"
+        case .dependentWithoutKeyPaths: id = "dependentWithoutKeyPaths"
         }
         return MessageID(domain: "ObserveCoreMacros", id: id)
     }

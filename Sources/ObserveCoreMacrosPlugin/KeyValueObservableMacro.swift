@@ -37,6 +37,16 @@ public struct KeyValueObservableMacro: MemberMacro, MemberAttributeMacro, Extens
                 ObservableKey(\\\(raw: type.name).\(raw: property.name), name: "\(raw: property.name)")
                 """)
         }
+        // Computed properties marked @KeyValueDependent get a dependent key.
+        for property in type.dependentProperties {
+            listed.append(property.name)
+            if type.declaresStaticMember(property.name) { continue }
+            members.append("""
+                \(raw: property.accessPrefix)static let \(raw: property.name) = \
+                ObservableKey(\\\(raw: type.name).\(raw: property.name), name: "\(raw: property.name)", \
+                dependsOn: [\(raw: property.dependencies.joined(separator: ", "))])
+                """)
+        }
         // Keys the class declares by hand (dependent keys of computed properties, say) are listed too.
         for name in type.handDeclaredKeys where !listed.contains(name) { listed.append(name) }
         if !type.declaresStaticMember("observableKeys") {
@@ -139,6 +149,12 @@ struct ObservableClass {
         }
     }
 
+    /// The computed instance `var`s marked `@KeyValueDependent(on: …)` with at least one key
+    /// path (the attribute's own expansion diagnoses the rest), in declaration order.
+    var dependentProperties: [DependentProperty] {
+        variables.filter { !isStatic($0) }.compactMap { DependentProperty($0) }
+    }
+
     /// The stored instance `var`s that get a key and the announcing accessors, in declaration
     /// order; what is skipped is diagnosed through `context`.
     func observableProperties(in context: some MacroExpansionContext) -> [ObservableProperty] {
@@ -161,7 +177,8 @@ struct ObservableProperty {
         if variable.modifiers.contains(where: { ["static", "class", "lazy"].contains($0.name.text) }) { return nil }
         let attributes = variable.attributes.compactMap { $0.as(AttributeSyntax.self) }
         let attributeNames = attributes.map { $0.attributeName.trimmedDescription }
-        if attributeNames.contains("KeyValueIgnored") { return nil }
+        // Ignored, or a dependent (computed) property: `@KeyValueDependent` diagnoses a stored one.
+        if attributeNames.contains("KeyValueIgnored") || attributeNames.contains("KeyValueDependent") { return nil }
         guard variable.bindings.count == 1, let binding = variable.bindings.first,
               let identifier = binding.pattern.as(IdentifierPatternSyntax.self) else {
             context?.diagnose(Diagnostic(node: variable, message: ObserveCoreDiagnostic.severalBindings))
@@ -192,5 +209,38 @@ struct ObservableProperty {
             ["public", "open", "package", "internal", "fileprivate", "private"].contains($0.name.text) && $0.detail == nil
         }
         accessPrefix = access.map { ($0.name.text == "open" ? "public" : $0.name.text) + " " } ?? ""
+    }
+}
+
+/// A computed instance `var` marked `@KeyValueDependent(on: …)`: its key is a dependent key.
+struct DependentProperty {
+    let name: String
+    let accessPrefix: String
+    /// The attribute's key path arguments, as written.
+    let dependencies: [String]
+
+    init?(_ variable: VariableDeclSyntax) {
+        guard let attribute = variable.attributes.compactMap({ $0.as(AttributeSyntax.self) })
+            .first(where: { $0.attributeName.trimmedDescription == "KeyValueDependent" }),
+              Self.isComputed(variable),
+              let identifier = variable.bindings.first?.pattern.as(IdentifierPatternSyntax.self),
+              case .argumentList(let arguments)? = attribute.arguments, !arguments.isEmpty
+        else { return nil }
+        name = identifier.identifier.text
+        dependencies = arguments.map { $0.expression.trimmedDescription }
+        let access = variable.modifiers.first {
+            ["public", "open", "package", "internal", "fileprivate", "private"].contains($0.name.text) && $0.detail == nil
+        }
+        accessPrefix = access.map { ($0.name.text == "open" ? "public" : $0.name.text) + " " } ?? ""
+    }
+
+    /// Whether `variable` is one computed instance `var` (a getter, or `get` without `set`).
+    static func isComputed(_ variable: VariableDeclSyntax) -> Bool {
+        guard variable.bindingSpecifier.tokenKind == .keyword(.var), variable.bindings.count == 1,
+              let accessors = variable.bindings.first?.accessorBlock else { return false }
+        switch accessors.accessors {
+        case .getter: return true
+        case .accessors(let list): return list.contains { $0.accessorSpecifier.tokenKind == .keyword(.get) }
+        }
     }
 }

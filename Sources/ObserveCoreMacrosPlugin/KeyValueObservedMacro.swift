@@ -45,3 +45,18 @@ public struct KeyValueIgnoredMacro: PeerMacro {
         []
     }
 }
+
+/// `@KeyValueDependent(on: …)`: a marker read by `@KeyValueObservable`, which declares the key.
+/// Its own expansion only diagnoses what it cannot apply to.
+public struct KeyValueDependentMacro: PeerMacro {
+    public static func expansion(of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+                                 in context: some MacroExpansionContext) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self), DependentProperty.isComputed(variable) else {
+            context.diagnose(Diagnostic(node: node, message: ObserveCoreDiagnostic.dependentNotComputed))
+            return []
+        }
+        if case .argumentList(let arguments)? = node.arguments, !arguments.isEmpty { return [] }
+        context.diagnose(Diagnostic(node: node, message: ObserveCoreDiagnostic.dependentWithoutKeyPaths))
+        return []
+    }
+}

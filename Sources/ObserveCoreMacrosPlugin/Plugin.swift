@@ -10,5 +10,6 @@ struct ObserveCoreMacrosPlugin: CompilerPlugin {
         KeyValueObservableMacro.self,
         KeyValueObservedMacro.self,
         KeyValueIgnoredMacro.self,
+        KeyValueDependentMacro.self,
     ]
 }

@@ -12,6 +12,7 @@ final class MacroExpansionTests: XCTestCase {
                                         conformances: ["KeyValueObservable", "ObservableKeyListing"]),
         "KeyValueObserved": MacroSpec(type: KeyValueObservedMacro.self),
         "KeyValueIgnored": MacroSpec(type: KeyValueIgnoredMacro.self),
+        "KeyValueDependent": MacroSpec(type: KeyValueDependentMacro.self),
     ]
 
     func testAClassGetsARegistrarKeysAccessorsAndConformances() {
@@ -198,6 +199,70 @@ final class MacroExpansionTests: XCTestCase {
             diagnostics: [
                 DiagnosticSpec(message: "a 'let' never changes, so there is nothing to observe", line: 2, column: 23,
                                fixIts: [FixItSpec(message: "make it a 'var'")]),
+            ],
+            macroSpecs: macros)
+    }
+
+    func testAComputedPropertyMarkedDependentGetsADependentKey() {
+        assertMacroExpansion(
+            """
+            @KeyValueObservable
+            final class Person {
+                var first = ""
+                @KeyValueDependent(on: \\Person.first, \\Person.address?.city)
+                var label: String { first }
+            }
+            """,
+            expandedSource: """
+            final class Person {
+                var first = "" {
+                    willSet {
+                        kvoRegistrar.willSet(Person.first, of: self, from: self.first)
+                    }
+                    didSet {
+                        kvoRegistrar.didSet(Person.first, of: self, from: oldValue, to: self.first)
+                    }
+                }
+                var label: String { first }
+
+                let kvoRegistrar = KeyValueRegistrar()
+
+                static let first = ObservableKey(\\Person.first, name: "first")
+
+                static let label = ObservableKey(\\Person.label, name: "label", dependsOn: [\\Person.first, \\Person.address?.city])
+
+                static let observableKeys: [any ObservableKeyProtocol] = [Person.first, Person.label]
+
+                static let observableKeysAreComplete = true
+            }
+
+            extension Person: KeyValueObservable, ObservableKeyListing {
+            }
+            """,
+            macroSpecs: macros)
+    }
+
+    func testDependentOnAStoredPropertyOrWithoutKeyPathsIsRefused() {
+        assertMacroExpansion(
+            """
+            final class Person {
+                @KeyValueDependent(on: \\Person.first) var stored = 0
+                @KeyValueDependent() var label: String { "" }
+            }
+            """,
+            expandedSource: """
+            final class Person {
+                var stored = 0
+                var label: String { "" }
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(message: "@KeyValueDependent applies to a computed 'var' (a getter); a stored property is "
+                               + "observed directly, and @KeyValueObservable already announces its changes",
+                               line: 2, column: 5),
+                DiagnosticSpec(message: "@KeyValueDependent needs the key paths the property depends on, e.g. "
+                               + "@KeyValueDependent(on: \\Person.firstName, \\Person.lastName)",
+                               line: 3, column: 5),
             ],
             macroSpecs: macros)
     }

@@ -38,10 +38,10 @@ struct MacroModelTests {
         #expect(person.observationCount == 0)
     }
 
-    @Test("an ignored property, a let and a computed property get no key; the hand-declared key is listed")
+    @Test("an ignored property, a let and a plain computed property get no key; dependent and hand-declared keys are listed")
     func whatIsObservable() {
         let listed = MPerson.observableKeys.map { "\($0.erasedKeyPath)" }
-        #expect(MPerson.observableKeys.count == 5, "name, age, nickname, address, greeting: \(listed)")
+        #expect(MPerson.observableKeys.count == 6, "name, age, nickname, address, label, greeting: \(listed)")
         #expect(MPerson.observableKeys.contains { $0.erasedKeyPath == \MPerson.greeting })
         #expect(!MPerson.observableKeys.contains { $0.erasedKeyPath == \MPerson.renderCount })
         let person = MPerson()
@@ -70,6 +70,22 @@ struct MacroModelTests {
         person.address = nil
         old.city = "Rome"   // no longer on the chain
         #expect(cities == ["London", "Paris", nil])
+        token.cancel()
+    }
+
+    @Test("a computed property marked @KeyValueDependent fires when a dependency changes, through a chain too")
+    func macroDeclaredDependentKey() {
+        let person = MPerson(name: "Ada")
+        var labels: [String] = []
+        let token = person.observe(\.label, options: [.old, .new]) { _, change in
+            labels.append("\(change.oldValue!) => \(change.newValue!)")
+        }
+        person.name = "Grace"
+        person.address = MAddress(city: "Paris")
+        person.address?.city = "Lyon"
+        person.renderCount += 1                    // not a dependency
+        #expect(labels == ["Ada of - => Grace of -", "Grace of - => Grace of Paris", "Grace of Paris => Grace of Lyon"])
+        #expect(MPerson.observableKeys.contains { $0.erasedKeyPath == \MPerson.label }, "the macro lists the dependent key")
         token.cancel()
     }
 

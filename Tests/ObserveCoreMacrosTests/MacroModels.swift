@@ -16,6 +16,10 @@ final class MPerson {
     var greeting: String { "Hello, \(name)" }
     static let greeting = ObservableKey(\MPerson.greeting, dependsOn: \.name)
 
+    /// A computed property whose dependent key the macro declares.
+    @KeyValueDependent(on: \MPerson.name, \MPerson.address?.city)
+    var label: String { "\(name) of \(address?.city ?? "-")" }
+
     init(id: Int = 0, name: String = "") {
         self.id = id
         self.name = name

@@ -55,7 +55,18 @@ extension ObservableKey where Root: KeyValueObservable {
     /// static let summary = ObservableKey(\Order.summary, dependsOn: [\.items, \.customer?.name])
     /// ```
     public init(_ keyPath: KeyPath<Root, Value>, dependsOn dependencies: [PartialKeyPath<Root>]) {
-        self.init(keyPath)
+        self.init(keyPath, name: nil, dependsOn: dependencies)
+    }
+
+    /// Declares a named dependent key (the name is what ObserveCore prints, as for
+    /// ``init(_:name:)``); `@KeyValueDependent` declares dependent keys this way.
+    ///
+    /// ```swift
+    /// static let fullName = ObservableKey(\Person.fullName, name: "fullName",
+    ///                                     dependsOn: [\Person.firstName, \Person.lastName])
+    /// ```
+    public init(_ keyPath: KeyPath<Root, Value>, name: String?, dependsOn dependencies: [PartialKeyPath<Root>]) {
+        if let name { self.init(keyPath, name: name) } else { self.init(keyPath) }
         _require(!dependencies.isEmpty, "ObserveCore: the dependent key \(keyPath) names no dependencies")
         _require(!dependencies.contains(keyPath),
                  "ObserveCore: the dependent key \(keyPath) depends on itself; remove it from its dependencies")
