@@ -104,10 +104,12 @@ public struct ArrayChange<Element> {
     /// For ``Kind/elementChanged``: the element property that changed.
     @inlinable public var elementKeyPath: AnyKeyPath? { _box.elementKeyPath }
     /// For ``Kind/elementChanged``: the property's value before the change, when the observation
-    /// asked for `.old` (``elementChange(for:)`` gives it typed).
+    /// asked for `.old` (``elementChange(for:)`` gives it typed). An optional property's value is
+    /// unwrapped one level: nil when the property was nil.
     public var elementOldValue: Any? { _box._hasValues ? _box._values?.anyOld : nil }
     /// For ``Kind/elementChanged``: the property's value after the change, when the observation
-    /// asked for `.new` (``elementChange(for:)`` gives it typed).
+    /// asked for `.new` (``elementChange(for:)`` gives it typed). An optional property's value is
+    /// unwrapped one level: nil when the property is nil.
     public var elementNewValue: Any? { _box._hasValues ? _box._values?.anyNew : nil }
     /// For ``Kind/arrayReplaced``: the array the owner's property held before (nil for `.initial`).
     @inlinable public var oldArray: ObservableArray<Element>? { _box.oldArray }

@@ -44,8 +44,8 @@ internal final class _ElementValues<Value>: _ElementValuesBase {
         super.init(valueType: ObjectIdentifier(Value.self), holdsReferences: !_isPOD(Value.self))
     }
 
-    override var anyOld: Any? { old.map { $0 as Any } }
-    override var anyNew: Any? { new.map { $0 as Any } }
+    override var anyOld: Any? { old.flatMap(_unwrappingOneLevel) }
+    override var anyNew: Any? { new.flatMap(_unwrappingOneLevel) }
 
     override func clear() {
         old = nil
@@ -69,3 +69,19 @@ internal final class _ElementValues<Value>: _ElementValuesBase {
 /// the values an observer asked for (old, new), typed. Non-escaping; called under an array's lock.
 @usableFromInline
 internal typealias _ElementValueStore = (_ cell: inout _ElementValuesBase?, _ wantsOld: Bool, _ wantsNew: Bool) -> Void
+
+/// An optional's payload, one level down (`nil` for `.none`), for values boxed as `Any`.
+private protocol _OptionalPayload {
+    var _payload: Any? { get }
+}
+
+extension Optional: _OptionalPayload {
+    fileprivate var _payload: Any? { map { $0 as Any } }
+}
+
+/// `value` boxed as `Any`, an optional unwrapped one level: an optional property's element change
+/// reads as `String?` (nil when the property is nil), like its typed form, not `String??`.
+private func _unwrappingOneLevel<Value>(_ value: Value) -> Any? {
+    if let optional = value as? any _OptionalPayload { return optional._payload }
+    return value
+}

@@ -94,17 +94,20 @@ struct OptionalValueTests {
         let mainToken = person.observe(\.nickname, on: MainActor.shared) { change in onMain.append(change.newValue) }
         let actorToken = person.observe(\.nickname, on: log) { log, change in log.add(change.newValue) }
         let people = ObservableArray([person], backend: .c)
-        var fromElements: [String?] = []
+        var fromElements: [String?] = [], anyForm: [String] = []
         let arrayToken = people.observe(options: [.old, .new], elementKeyPaths: [\Person.nickname]) { _, change in
             if let (old, new) = change.elementChange(for: \Person.nickname) {
                 let typed: (String?, String?) = (old, new)
                 fromElements.append(typed.0)
                 fromElements.append(typed.1)
+                // The Any form unwraps one level too: it prints "Ada", and is nil for a nil property.
+                anyForm.append(change.elementNewValue.map { "\($0)" } ?? "nil")
             }
         }
         person.nickname = "Ada"
         person.nickname = nil
         #expect(fromElements == [nil, "Ada", "Ada", nil])
+        #expect(anyForm == ["Ada", "nil"])
         for _ in 0..<10_000 {   // bounded wait for the asynchronous deliveries
             if onMain.count >= 2, await log.values.count >= 2 { break }
             try? await Task.sleep(for: .milliseconds(1))
