@@ -285,7 +285,6 @@ extension ArrayChange {
 
     /// The typed values of an element change of `keyPath` (nil for another change); the key
     /// path fixes the value type, so the values are read typed, never boxed.
-    @usableFromInline
     internal func _elementValues<Value>(for keyPath: KeyPath<Element, Value>) -> (old: Value?, new: Value?)? {
         guard kind == .elementChanged, let changed = elementKeyPath, changed == keyPath else { return nil }
         guard _box._hasValues, let values = _box._values, values.valueType == ObjectIdentifier(Value.self) else {

@@ -11,8 +11,15 @@
 /// an ``ArrayChange/Kind/arrayReplaced`` change at registration. The default everywhere is
 /// `[.new]`, as for properties.
 public struct ArrayObservationOptions: OptionSet, Sendable, Hashable {
+    /// The option bits, the same as ``ObservationOptions``' for the same options.
     public let rawValue: UInt8
 
+    /// Options from their bits (`OptionSet`); bits that are no array option are refused when the
+    /// options are used, with a message.
+    ///
+    /// ```swift
+    /// let options = ArrayObservationOptions(rawValue: ArrayObservationOptions.new.rawValue)   // [.new]
+    /// ```
     @inlinable
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 

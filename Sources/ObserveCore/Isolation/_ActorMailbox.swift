@@ -6,9 +6,9 @@
 /// drain runs on the actor. After `close()`, changes still pending are dropped and none is
 /// delivered: closing on the actor itself therefore guarantees no later call.
 ///
-/// The state is guarded by a `_Lock` rather than `Synchronization.Mutex`: on Linux the Mutex
-/// waits with futex calls that ThreadSanitizer does not see, so it reported the guarded accesses
-/// as races.
+/// `_state` is read and written only under `_lock` (a `_Lock` rather than
+/// `Synchronization.Mutex`: on Linux the Mutex waits with futex calls that ThreadSanitizer does
+/// not see, so it reported the guarded accesses as races).
 internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Sendable {
     private struct State {
         var pending: [Change] = []
@@ -18,7 +18,8 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
 
     private let actor: A
     private let handler: @Sendable (isolated A, Change) -> Void
-    private let state = _Guarded(State())
+    private let _lock = _Lock()
+    @exclusivity(unchecked) private var _state = State()
 
     init(actor: A, handler: @escaping @Sendable (isolated A, Change) -> Void) {
         self.actor = actor
@@ -27,7 +28,7 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
 
     /// Queues `change`; starts a drain on the actor unless one is running.
     func post(_ change: Change) {
-        let start = state.withLock { state -> Bool in
+        let start = _withState { state -> Bool in
             if state.closed { return false }
             state.pending.append(change)
             if state.draining { return false }
@@ -43,15 +44,14 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
     /// Stops delivery: pending changes are dropped (released after the lock: a change's
     /// deinit may run arbitrary code).
     func close() {
-        let dropped = state.withLock { state -> [Change] in
+        _ = _withState { state -> [Change] in   // the returned changes die after the unlock
             state.closed = true
             defer { state.pending = [] }
             return state.pending
         }
-        _ = dropped
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { _withState { $0.closed } }
 
     /// The token of an observation delivered through this mailbox: cancelling it closes the
     /// mailbox, then cancels `registration`.
@@ -62,10 +62,16 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
         }, isCancelled: { self.isClosed || registration.isCancelled })
     }
 
+    private func _withState<R>(_ body: (inout State) -> R) -> R {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return body(&_state)
+    }
+
     /// Delivers what is pending, batch after batch, until nothing is (on the actor).
     func drain(_ actor: isolated A) {
         while true {
-            let batch = state.withLock { state -> [Change] in
+            let batch = _withState { state -> [Change] in
                 let batch = state.pending
                 state.pending.removeAll()
                 if batch.isEmpty { state.draining = false }
@@ -74,7 +80,7 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
             if batch.isEmpty { return }
             for change in batch {
                 // A handler may cancel its own observation: nothing after that is delivered.
-                if state.withLock({ $0.closed }) { break }
+                if _withState({ $0.closed }) { break }
                 handler(actor, change)
             }
         }
@@ -85,19 +91,5 @@ extension Actor {
     /// Runs a mailbox's drain isolated to this actor.
     internal func _drain<Change>(_ mailbox: _ActorMailbox<Self, Change>) {
         mailbox.drain(self)
-    }
-}
-
-/// A value guarded by a `_Lock` (`Mutex`'s shape, visible to ThreadSanitizer).
-internal final class _Guarded<Value>: @unchecked Sendable {
-    private let _lock = _Lock()
-    @exclusivity(unchecked) private var _value: Value
-
-    init(_ value: Value) { _value = value }
-
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        _lock.lock()
-        defer { _lock.unlock() }
-        return body(&_value)
     }
 }
