@@ -11,5 +11,6 @@
 #include "cobs_registry.h"
 #include "cobs_changes.h"
 #include "cobs_positions.h"
+#include "cobs_barrier.h"
 
 #endif /* COBS_COBSERVE_H */

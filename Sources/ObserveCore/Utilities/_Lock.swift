@@ -1,3 +1,4 @@
+internal import CObserveCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -47,6 +48,9 @@ internal class _Lock: @unchecked Sendable {
 
     @inlinable @inline(__always)
     internal final func unlock() {
+        // An opaque call first: without it the optimizer sank the retain of a value copied out
+        // under the lock below this store (cobs_barrier.h says how it was found).
+        _opaqueBarrier()
         _state.store(0, ordering: .releasing)
     }
 
@@ -88,6 +92,13 @@ internal final class _HolderRecordingLock: _Lock, @unchecked Sendable {
         _holder.store(0, ordering: .relaxed)
         unlock()
     }
+}
+
+/// A call the optimizer cannot see through (`cobs_barrier.h`): no retain or release moves across
+/// it. Not inlinable, so that inlined `unlock()`s in other modules keep the call too.
+@usableFromInline
+internal func _opaqueBarrier() {
+    cobs_opaque_barrier()
 }
 
 /// The calling thread's identity, never 0.
