@@ -11,7 +11,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// The number of elements (read under the array's lock).
     @inlinable public var count: Int {
         _lock.lock()
-        defer { _lock.unlock() }
+        defer { _lock.unlock(movingOnly: Int.self) }
         return _storage.count
     }
     /// Whether the array has no elements.
@@ -45,7 +45,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     public subscript(position: Int) -> Element {
         get {
             _lock.lock()
-            defer { _lock.unlock() }
+            defer { _lock.unlock(movingOnly: Element.self) }
             _checkIndex(position, "subscript")
             return _storage[position]
         }
@@ -53,14 +53,15 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
             _lock.lock()
             if _fastPath(_isQuietAndUnique) {
                 _checkIndex(position, "subscript")
-                let ring = _storage, slot = ring.slot(position)
+                unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
+                let slot = ring.slot(position)
                 let old = (ring.base + slot).move()
                 (ring.base + slot).initialize(to: newValue)
-                _lock.unlock()
+                _lock.unlock(movingOnly: Element.self)
                 _ = consume old   // released after unlocking: its deinit may use the array
                 return
             }
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             _replace(at: position, with: newValue)
         }
         _modify {

@@ -212,13 +212,13 @@ extension ObservableArray {
     public func append(_ element: Element) {
         _lock.lock()
         if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
-            let ring = _storage
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
             (ring.base + ring.slot(ring.count)).initialize(to: element)
             ring.count &+= 1
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             return
         }
-        _lock.unlock()
+        _lock.unlock(movingOnly: Element.self)
         _append(element)
     }
 
@@ -253,14 +253,14 @@ extension ObservableArray {
     public func insert(_ element: Element, at index: Int) {
         _lock.lock()
         if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
-            let ring = _storage
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
             if _slowPath(index < 0 || index > ring.count) { _indexOutOfRange("insert", index, ring.count) }
             ring.openGap(at: index, count: 1) { ring.moveLogical(from: $0, to: $1, count: $2) }
             (ring.base + ring.slot(index)).initialize(to: element)
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             return
         }
-        _lock.unlock()
+        _lock.unlock(movingOnly: Element.self)
         _insert(element, at: index)
     }
 
@@ -298,14 +298,14 @@ extension ObservableArray {
     public func remove(at index: Int) -> Element {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {
-            let ring = _storage
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
             if _slowPath(index < 0 || index >= ring.count) { _indexOutOfRange("remove(at:)", index, ring.count) }
             let element = (ring.base + ring.slot(index)).move()
             ring.closeGap(index..<(index + 1)) { ring.moveLogical(from: $0, to: $1, count: $2) }
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             return element
         }
-        _lock.unlock()
+        _lock.unlock(movingOnly: Element.self)
         return _remove(at: index)
     }
 
@@ -341,14 +341,14 @@ extension ObservableArray {
     public func popLast() -> Element? {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {
-            let ring = _storage
-            guard ring.count > 0 else { _lock.unlock(); return nil }
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
+            guard ring.count > 0 else { _lock.unlock(movingOnly: Element.self); return nil }
             ring.count &-= 1
             let last = (ring.base + ring.slot(ring.count)).move()
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             return last
         }
-        _lock.unlock()
+        _lock.unlock(movingOnly: Element.self)
         return _popLast()
     }
 
@@ -663,11 +663,11 @@ extension ObservableArray {
     public func reverse() {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {
-            let ring = _storage
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
             if ring.isContiguous {
                 var contents = UnsafeMutableBufferPointer(start: ring.base + ring.head, count: ring.count)
                 contents.reverse()
-                _lock.unlock()
+                _lock.unlock(movingOnly: Element.self)
                 return
             }
             var low = 0, high = ring.count - 1
@@ -679,10 +679,10 @@ extension ObservableArray {
                 low &+= 1
                 high &-= 1
             }
-            _lock.unlock()
+            _lock.unlock(movingOnly: Element.self)
             return
         }
-        _lock.unlock()
+        _lock.unlock(movingOnly: Element.self)
         _reverse()
     }
 
