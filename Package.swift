@@ -99,6 +99,15 @@ let package = Package(
             path: "Tests/ObserveCoreClientTests",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The ObserveCoreTests suites that speak of declared models (property, array, chain,
+        // dependent, stream and binding behaviour), linked here unchanged, run over the same models
+        // declared with @KeyValueObservable (MacroDeclaredModels.swift): both declaration forms
+        // pass the same tests.
+        .testTarget(
+            name: "ObserveCoreMacroFormTests",
+            dependencies: ["ObserveCoreMacros"],
+            path: "Tests/ObserveCoreMacroFormTests"
+        ),
         // Models declared with the macros, run through the property, array, chain, dependent,
         // stream and binding behaviour; and the expansions themselves, diagnostics included.
         .testTarget(

@@ -70,9 +70,8 @@ public protocol ObservableKeyListing: KeyValueObservable {
 
     /// Whether ``observableKeys`` lists every observable property of the class (false unless the
     /// class says otherwise; `@KeyValueObservable` says true). Then observing a key path that is
-    /// neither listed nor a chain of listed keys — a property marked `@KeyValueIgnored`, a
-    /// computed property with no dependent key, a subclass's key path for a base-class property —
-    /// stops at registration with a message naming the fix, instead of registering an
+    /// neither listed, nor a chain of listed keys, nor a key a superclass lists — a property
+    /// marked `@KeyValueIgnored`, a computed property with no dependent key — stops at registration with a message naming the fix, instead of registering an
     /// observation that would never fire.
     ///
     /// ```swift

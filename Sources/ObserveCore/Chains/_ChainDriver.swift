@@ -15,6 +15,8 @@
 ///   the chain's value before (read through the *old* object, whose subtree is intact) and after,
 ///   unless they are equal (`Equatable` values) or the link now leads to the same object.
 /// - A nil link leaves the levels after it unwired; the chain's value is then nil.
+/// - A chain of one hop is a subclass's key path for a property its superclass declares
+///   (`\Student.name`): the leaf is the root's own property, announced under the subclass's key.
 /// - A notification from an object that is no longer wired at its level (a change racing with a
 ///   re-wiring, or a registration made by an earlier full wiring) is ignored: each level records
 ///   the identity of its object and each full wiring bumps a generation.
@@ -28,7 +30,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
     @exclusivity(unchecked) private var _generation = 0
 
     init(announcer: _DerivedAnnouncer<Root, Value>, hops: [_AnyHop]) {
-        _require(hops.count >= 2, "ObserveCore internal error: a chain needs two hops")
+        _require(!hops.isEmpty, "ObserveCore internal error: a chain needs a hop")
         _announcer = announcer
         _hops = hops
         _equals = _equality(Value.self)

@@ -142,6 +142,21 @@ internal final class _KeyCatalog: @unchecked Sendable {
         _lock.withLock { _hopsByRoot[ObjectIdentifier(type)] ?? [] }
     }
 
+    /// The declared keys a chain can take from an object of class `type`: its own, then its
+    /// superclasses' (a link typed `Car` leads on through `Vehicle.speed`). Lists each class first.
+    private func _hopsIncludingInherited(_ type: Any.Type) -> [_AnyHop] {
+        ensureListed(type)
+        var hops = _hops(rootedAt: type)
+        guard let type = type as? AnyClass else { return hops }
+        var ancestor: AnyClass? = _getSuperclass(type)
+        while let next = ancestor {
+            ensureListed(next)
+            hops += _hops(rootedAt: next)
+            ancestor = _getSuperclass(next)
+        }
+        return hops
+    }
+
     // MARK: Classification
 
     /// Classifies a registered key path that is not known yet: a declared key (once its class's
@@ -151,7 +166,8 @@ internal final class _KeyCatalog: @unchecked Sendable {
         ensureListed(Root.self)
         let current = kind(id)
         if current != .unknown { return current }
-        if let hops = _resolveChain(keyPath, id: id, root: Root.self, value: Value.self) {
+        if let hops = _resolveChain(keyPath, id: id, root: Root.self, value: Value.self)
+            ?? _resolveInherited(keyPath, id: id, root: Root.self, value: Value.self).map({ [$0] }) {
             let plan = _DerivedPlan { announcer in
                 _ChainDriver<Root, Value>(announcer: unsafeDowncast(announcer, to: _DerivedAnnouncer<Root, Value>.self),
                                           hops: hops)
@@ -192,8 +208,7 @@ internal final class _KeyCatalog: @unchecked Sendable {
         for _ in 0..<Self._maximumChainLength where !frontier.isEmpty {
             var nextFrontier: [_ChainSearchNode] = []
             for node in frontier {
-                ensureListed(node.next)
-                for hop in _hops(rootedAt: node.next) where hop.keyID != id {
+                for hop in _hopsIncludingInherited(node.next) where hop.keyID != id {
                     candidates += 1
                     if candidates > Self._maximumCandidates { return nil }
                     guard let components = hop.components,
@@ -221,6 +236,24 @@ internal final class _KeyCatalog: @unchecked Sendable {
         return nil
     }
 
+    /// A subclass's key path for a property a superclass declares (`\Student.name`, `Person.name`
+    /// declared): the nearest superclass's declared key whose components are the target's (the
+    /// same getter or stored offset, whichever class roots the key path). The key path becomes a
+    /// one-hop chain: its driver registers the superclass's key on the object and announces the
+    /// changes under the subclass's key path.
+    private func _resolveInherited(_ target: AnyKeyPath, id: UInt32, root: AnyClass, value: Any.Type) -> _AnyHop? {
+        guard let goal = _KeyPathComponent.components(of: target), !goal.isEmpty else { return nil }
+        var ancestor: AnyClass? = _getSuperclass(root)
+        while let type = ancestor {
+            ensureListed(type)
+            for hop in _hops(rootedAt: type) where hop.keyID != id && hop.fits(chainValue: value) {
+                if let components = hop.components, components == goal { return hop }
+            }
+            ancestor = _getSuperclass(type)
+        }
+        return nil
+    }
+
     /// How many property components `keyPath` has (optional chaining aside); 1 when unreadable.
     private static func _componentCount(_ keyPath: AnyKeyPath) -> Int {
         guard let components = _KeyPathComponent.components(of: keyPath) else { return 1 }
@@ -237,8 +270,8 @@ internal final class _KeyCatalog: @unchecked Sendable {
         "ObserveCore: cannot observe \(keyPath) on \(root): \(root) declares no ObservableKey for it, so no change "
             + "of it would ever be reported. Observe a stored 'var' that is not marked @KeyValueIgnored; for a "
             + "computed property declare a dependent key beside it (static let x = ObservableKey(\\\(root).x, "
-            + "dependsOn: ...)); for a property declared on a superclass, observe through the superclass's type "
-            + "((object as Base).observe(\\.property))."
+            + "dependsOn: ...)); a property a superclass declares is found through the superclass's listing "
+            + "(conform it to ObservableKeyListing, as @KeyValueObservable does)."
     }
 
     private static func _unresolvedMessage(_ keyPath: AnyKeyPath, _ root: Any.Type) -> String {

@@ -22,9 +22,9 @@
 /// The `willSet` line is needed only for observers that ask for ``ObservationOptions/prior``;
 /// leaving it out makes prior notifications silently absent, so keep it.
 ///
-/// - Note: Observe a property through a key path rooted at the class that declares its key.
-///   For a subclass `Student: Person`, write `(student as Person).observe(\.name)`; a key path
-///   `\Student.name` is a different key path and is never announced by `Person`'s setter.
+/// - Note: A subclass's key path for a property its superclass declares (`\Student.name`, with
+///   `Person.name` declared) is observed through the superclass's key: `student.observe(\.name)`
+///   works. A subclass declares keys only for the properties it adds.
 public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
     /// The key path this key stands for.
     public var keyPath: KeyPath<Root, Value> { _keyPath }

@@ -4,6 +4,51 @@ import Testing
 
 @Suite("Key path chains", .serialized)
 struct KeyPathChainTests {
+    @Test("a subclass's key path for a base-class property is the base's key", arguments: ObservationBackend.allCases)
+    func subclassKeyPaths(backend: ObservationBackend) {
+        let car = Car(backend)
+        let log = Log<String>()
+        let speed = car.observe(\.speed, options: [.old, .new, .prior]) { observed, change in
+            #expect(observed === car)
+            log.append(change.isPrior ? "prior \(change.oldValue!)" : "\(change.oldValue!) -> \(change.newValue!)")
+        }
+        let doors = car.observe(\.doors, options: [.new]) { _, change in log.append("doors \(change.newValue!)") }
+        car.speed = 30
+        car.doors = 2
+        #expect(log.events == ["prior 0", "0 -> 30", "doors 2"])
+        speed.cancel()
+        car.speed = 50
+        #expect(log.events.count == 3, "a cancelled subclass key path hears nothing")
+        #expect(car.observationCount == 1, "only the doors observation is left")
+        doors.cancel()
+        #expect(car.observationCount == 0)
+    }
+
+    @Test("a chain through a link typed as a subclass reaches the base class's keys", arguments: ObservationBackend.allCases)
+    func chainsThroughSubclassLinks(backend: ObservationBackend) {
+        let garage = Garage(backend)
+        let log = Log<String>()
+        let token = garage.observe(\.car?.speed, options: [.old, .new]) { _, change in
+            log.append("\(change.oldValue.map(String.init) ?? "nil") -> \(change.newValue.map(String.init) ?? "nil")")
+        }
+        let first = Car(backend), second = Car(backend)
+        second.speed = 90
+        garage.car = first
+        first.speed = 10
+        garage.car = second
+        first.speed = 20                      // no longer the garage's car
+        garage.car = nil
+        #expect(log.events == ["nil -> 0", "0 -> 10", "10 -> 90", "90 -> nil"])
+        let owner = Building(backend, name: "Ada")
+        let owners = second.observe(\.owner?.name) { _, change in log.append("owner \(change.newValue ?? "nil")") }
+        second.owner = owner
+        owner.name = "Grace"
+        #expect(log.events.suffix(2) == ["owner Ada", "owner Grace"], "a subclass-rooted chain through a base-class link")
+        token.cancel()
+        owners.cancel()
+        #expect(first.observationCount == 0 && second.observationCount == 0 && owner.observationCount == 0)
+    }
+
     @Test("a chain reports changes of the last property", arguments: ObservationBackend.allCases)
     func chainReportsLeafChanges(backend: ObservationBackend) {
         let paris = Office(backend, city: "Paris")

@@ -160,10 +160,3 @@ struct ConcurrencyTests {
         #expect(spun != 0)
     }
 }
-
-/// A counter that handlers on several threads may bump.
-final class AtomicCounter: Sendable {
-    private let _value = Atomic<Int>(0)
-    func increment() { _value.add(1, ordering: .relaxed) }
-    var value: Int { _value.load(ordering: .relaxed) }
-}

@@ -35,16 +35,3 @@ final class Teacher: KeyValueObservable {
         didSet { kvoRegistrar.didSet(Teacher.students, of: self, from: oldValue, to: students) }
     }
 }
-
-/// A compact, comparable rendering of a change's elements: "name old->new".
-func describe(_ change: ArrayChange<Student>) -> [String] {
-    change.elements.map { "\($0.element.name) \($0.oldIndex.map(String.init) ?? "nil")->\($0.newIndex.map(String.init) ?? "nil")" }
-}
-
-func describe(_ change: ArrayChange<Int>) -> [String] {
-    change.elements.map { "\($0.element) \($0.oldIndex.map(String.init) ?? "nil")->\($0.newIndex.map(String.init) ?? "nil")" }
-}
-
-func students(_ backend: ObservationBackend, _ names: String...) -> [Student] {
-    names.map { Student(backend, $0) }
-}

@@ -1,18 +1,7 @@
 import ObserveCore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
-/// A value type with value equality, for typed-change tests.
-struct Point: Equatable, CustomStringConvertible {
-    var x: Int, y: Int
-    var description: String { "(\(x), \(y))" }
-}
-
-/// A value type without `Equatable`.
-struct Blob { var bytes: [UInt8] }
+// The hand-written models most tests use. Tests/ObserveCoreMacroFormTests declares the same
+// classes with @KeyValueObservable and runs the same suites over them.
 
 final class Address: KeyValueObservable {
     let kvoRegistrar: KeyValueRegistrar
@@ -96,71 +85,4 @@ final class ObservableWatcher: KeyValueObservable {
     let kvoRegistrar: KeyValueRegistrar
     var seen: [String] = []
     init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
-}
-
-/// A plain observer class with no registrar.
-final class Watcher {
-    var seen: [String] = []
-    var count = 0
-}
-
-/// Records events from handlers (handlers may run on other threads in some tests).
-final class Log<Event>: @unchecked Sendable {
-    private let lock = TestLock()
-    private var _events: [Event] = []
-    func append(_ event: Event) { lock.locked { _events.append(event) } }
-    var events: [Event] { lock.locked { _events } }
-    var count: Int { lock.locked { _events.count } }
-}
-
-/// A pthread mutex for test bookkeeping. (Synchronization.Mutex's lock lives in an
-/// uninstrumented library, so ThreadSanitizer cannot see it order accesses; pthread calls it can.)
-final class TestLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        m.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(m, nil)
-        return m
-    }()
-    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
-    func locked<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-}
-
-/// A thread-safe observable class: its storage is guarded by a lock, and changes are announced
-/// after the lock is released (the pattern for objects that several threads set).
-final class SharedCounter: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar: KeyValueRegistrar
-    private let lock = TestLock()
-    private var _value = 0
-    private var _label = ""
-
-    init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
-
-    static let value = ObservableKey(\SharedCounter.value)
-    var value: Int {
-        get { lock.locked { _value } }
-        set {
-            let old = lock.locked {
-                defer { _value = newValue }
-                return _value
-            }
-            kvoRegistrar.didSet(SharedCounter.value, of: self, from: old, to: newValue)
-        }
-    }
-
-    static let label = ObservableKey(\SharedCounter.label)
-    var label: String {
-        get { lock.locked { _label } }
-        set {
-            let old = lock.locked {
-                defer { _label = newValue }
-                return _label
-            }
-            kvoRegistrar.didSet(SharedCounter.label, of: self, from: old, to: newValue)
-        }
-    }
 }

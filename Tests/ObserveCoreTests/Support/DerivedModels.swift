@@ -119,9 +119,6 @@ final class Employee: KeyValueObservable, ObservableKeyListing {
     var fullNameLength: Int { fullName.count }
 }
 
-/// A value type without `Equatable`, for binding cycles that cannot compare values.
-struct Opaque { var value: Int }
-
 /// A small observable class for bindings: one property of each shape the tests need.
 final class Gauge: KeyValueObservable, ObservableKeyListing {
     let kvoRegistrar: KeyValueRegistrar
@@ -151,59 +148,43 @@ final class Gauge: KeyValueObservable, ObservableKeyListing {
     }
 }
 
-/// A thread-safe observable node: storage behind a lock, changes announced after unlocking (the
-/// pattern for objects that several threads set). Chains go through `next`; `title` depends on
-/// a chain.
-final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sendable {
+/// A base class for subclass key paths: `\Car.speed` names a property `Vehicle` declares.
+class Vehicle: KeyValueObservable, ObservableKeyListing {
     let kvoRegistrar: KeyValueRegistrar
-    static let observableKeys: [any ObservableKeyProtocol] = [name, value, next, title]
-    private let lock = TestLock()
-    private var _name: String
-    private var _value = 0
-    private var _next: LockedNode?
+    static let observableKeys: [any ObservableKeyProtocol] = [speed, owner]
+    init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
 
-    init(_ backend: ObservationBackend, name: String = "", next: LockedNode? = nil) {
-        kvoRegistrar = KeyValueRegistrar(backend: backend)
-        _name = name
-        _next = next
+    static let speed = ObservableKey(\Vehicle.speed)
+    var speed = 0 {
+        willSet { kvoRegistrar.willSet(Vehicle.speed, of: self, from: speed) }
+        didSet { kvoRegistrar.didSet(Vehicle.speed, of: self, from: oldValue, to: speed) }
     }
 
-    static let name = ObservableKey(\LockedNode.name)
-    var name: String {
-        get { lock.locked { _name } }
-        set {
-            let old = lock.locked { () -> String in
-                defer { _name = newValue }
-                return _name
-            }
-            kvoRegistrar.didSet(LockedNode.name, of: self, from: old, to: newValue)
-        }
+    static let owner = ObservableKey(\Vehicle.owner)
+    var owner: Building? = nil {
+        willSet { kvoRegistrar.willSet(Vehicle.owner, of: self, from: owner) }
+        didSet { kvoRegistrar.didSet(Vehicle.owner, of: self, from: oldValue, to: owner) }
     }
+}
 
-    static let value = ObservableKey(\LockedNode.value)
-    var value: Int {
-        get { lock.locked { _value } }
-        set {
-            let old = lock.locked { () -> Int in
-                defer { _value = newValue }
-                return _value
-            }
-            kvoRegistrar.didSet(LockedNode.value, of: self, from: old, to: newValue)
-        }
+/// A subclass with a key of its own.
+final class Car: Vehicle {
+    static let doors = ObservableKey(\Car.doors)
+    var doors = 4 {
+        willSet { kvoRegistrar.willSet(Car.doors, of: self, from: doors) }
+        didSet { kvoRegistrar.didSet(Car.doors, of: self, from: oldValue, to: doors) }
     }
+}
 
-    static let next = ObservableKey(\LockedNode.next)
-    var next: LockedNode? {
-        get { lock.locked { _next } }
-        set {
-            let old = lock.locked { () -> LockedNode? in
-                defer { _next = newValue }
-                return _next
-            }
-            kvoRegistrar.didSet(LockedNode.next, of: self, from: old, to: newValue)
-        }
+/// A chain's link typed as the subclass: `\Garage.car?.speed` goes on through `Vehicle.speed`.
+final class Garage: KeyValueObservable, ObservableKeyListing {
+    let kvoRegistrar: KeyValueRegistrar
+    static let observableKeys: [any ObservableKeyProtocol] = [car]
+    init(_ backend: ObservationBackend) { kvoRegistrar = KeyValueRegistrar(backend: backend) }
+
+    static let car = ObservableKey(\Garage.car)
+    var car: Car? = nil {
+        willSet { kvoRegistrar.willSet(Garage.car, of: self, from: car) }
+        didSet { kvoRegistrar.didSet(Garage.car, of: self, from: oldValue, to: car) }
     }
-
-    static let title = ObservableKey(\LockedNode.title, dependsOn: \.name, \.next?.name)
-    var title: String { "\(name)/\(next?.name ?? "-")" }
 }

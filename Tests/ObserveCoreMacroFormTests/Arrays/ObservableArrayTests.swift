@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Arrays/ObservableArrayTests.swift

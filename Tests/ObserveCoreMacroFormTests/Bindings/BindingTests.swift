@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Bindings/BindingTests.swift

@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Chains/DerivedKeysConcurrencyTests.swift

@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Chains/KeyPathChainTests.swift

@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Dependent/DependentKeyTests.swift

@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Streams/ArrayChangeStreamTests.swift

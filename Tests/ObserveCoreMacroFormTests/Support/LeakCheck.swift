@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Support/LeakCheck.swift
