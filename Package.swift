@@ -108,6 +108,13 @@ let package = Package(
             dependencies: ["ObserveCoreMacros"],
             path: "Tests/ObserveCoreMacroFormTests"
         ),
+        // Every Swift block of README.md, verbatim in compiling context; a test fails when the
+        // README and the compiled copy differ.
+        .testTarget(
+            name: "ReadmeSnippetTests",
+            dependencies: ["ObserveCoreMacros"],
+            path: "Tests/ReadmeSnippetTests"
+        ),
         // Models declared with the macros, run through the property, array, chain, dependent,
         // stream and binding behaviour; and the expansions themselves, diagnostics included.
         .testTarget(

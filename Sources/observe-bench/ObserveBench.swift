@@ -30,7 +30,7 @@ struct ObserveBench: ParsableCommand {
               diff         array.batch-100: the edits on a plain [Int] of
                            ids, then after.difference(from: before)
 
-            Scenarios (--scenarios; default: set.0, set.1, set.10, set.100,
+            Scenarios (--scenarios; default: set.0, set.1, set.10, set.100, set.1-macro,
             register.remove, the register.same-key.* rows at each
             --registrations size, register.memory, the threads.2-* rows, the
             capability rows, and the array scenarios below at each
@@ -38,6 +38,12 @@ struct ObserveBench: ParsableCommand {
               set.N               one property set with N inline observers
                                   (any N); each observer adds the new value
                                   to a counter
+              set.N-macro         the same on a class declared with
+                                  @KeyValueObservable (c and swift; default:
+                                  set.1-macro). The bench carries the macro's
+                                  expansion, checked by a test, so it does
+                                  not depend on swift-syntax. Target: within
+                                  10% of set.N
               register.remove     observe one property, then cancel the
                                   registration (one op = both)
               register.same-key.tokens, register.same-key.observers,

@@ -37,7 +37,7 @@ struct BenchSmokeTests {
         try #require(process.terminationStatus == 0, "observe-bench --quick failed:\n\(progress)")
 
         // The table: every scenario and the targets, with a verdict for each measured target.
-        for heading in ["set.0 —", "set.1 —", "set.10 —", "register.remove —", "register.same-key.tokens —",
+        for heading in ["set.0 —", "set.1 —", "set.10 —", "set.1-macro —", "register.remove —", "register.same-key.tokens —",
                         "register.same-key.observers —", "register.same-key.contexts —", "register.memory —",
                         "threads.2-distinct —", "array.setup —", "array.element-change —", "array.insert-front —",
                         "array.append-10k —", "array.batch-100 —", "Targets"] {
@@ -64,6 +64,7 @@ struct BenchSmokeTests {
             ("set.0", ["plain", "c", "swift", "naive", "observation", "opencombine"]),
             ("set.1", ["c", "swift", "naive", "observation", "opencombine"]),
             ("set.10", ["c", "swift", "naive", "observation", "opencombine"]),
+            ("set.1-macro", ["c", "swift"]),
             ("register.remove", ["c", "swift", "naive", "opencombine"]),
         ]
         for (scenario, impls) in expected {

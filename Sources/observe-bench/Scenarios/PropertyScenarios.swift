@@ -12,22 +12,30 @@ let setPathNote = "c and swift time the same code here: a set reads the object's
 /// `set.N`: one setter call on an object whose property has N inline observers; each observer
 /// adds the new value to a counter (a side effect the compiler cannot drop). The values set come
 /// from a runtime seed and change on every operation.
+///
+/// `set.N-macro` (`macroDeclared`): the same on `MacroCounter`, the class `@KeyValueObservable`
+/// writes (Peers/MacroExpandedSubject.swift), c and swift only; its target compares it with set.N.
 struct SetScenario: Scenario {
     let n: Int
-    var name: String { "set.\(n)" }
+    var macroDeclared = false
+    var name: String { macroDeclared ? "set.\(n)-macro" : "set.\(n)" }
     var kind: ScenarioKind { .latency }
     var summary: String {
-        n == 0 ? "set with no observer (cost of being observable; `plain` is the floor)"
-               : "set with \(n) inline observer\(n == 1 ? "" : "s"), each adding the new value to a counter"
+        if macroDeclared {
+            return "set.\(n) on a class declared with @KeyValueObservable (its expansion, checked by a test)"
+        }
+        return n == 0 ? "set with no observer (cost of being observable; `plain` is the floor)"
+                      : "set with \(n) inline observer\(n == 1 ? "" : "s"), each adding the new value to a counter"
     }
     var impls: [Impl] {
-        n == 0 ? [.plain, .c, .swift, .naive, .observation, .opencombine]
-               : [.c, .swift, .naive, .observation, .opencombine]
+        if macroDeclared { return [.c, .swift] }
+        return n == 0 ? [.plain, .c, .swift, .naive, .observation, .opencombine]
+                      : [.c, .swift, .naive, .observation, .opencombine]
     }
-    var peer: Impl? { n == 0 ? .plain : .naive }
+    var peer: Impl? { macroDeclared ? nil : n == 0 ? .plain : .naive }
     var ratioStyle: RatioStyle { n == 0 ? .costRelativeToPeer : .speedupOverPeer }
     var chartFamily: ChartFamily? {
-        ChartFamily(title: "set.N — one property set with N inline observers", xLabel: "observers (N)")
+        macroDeclared ? nil : ChartFamily(title: "set.N — one property set with N inline observers", xLabel: "observers (N)")
     }
     var sharedPath: [Impl] { [.c, .swift] }
     var notes: [String] { [setPathNote] }
@@ -42,19 +50,26 @@ struct SetScenario: Scenario {
         func expectedCalls(setUpCalls: Int) -> Int { n * operations + setUpCalls }
         switch impl {
         case .c, .swift:
-            let counter = KVOCounter(backend: impl == .c ? .c : .swift)
-            var tokens = (0..<n).map { _ in observeKVO(counter, sink) }
-            return Fixture(runBatch: { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                base &+= count
-                operations += count
-            }, tearDown: {
-                for token in tokens { token.cancel() }
-                tokens = []
-                blackHole(counter.value)
-                sink.consume()
-                return sink.check(expected: expectedCalls(setUpCalls: 0), "\(name)/\(impl.rawValue)")
-            })
+            let backend: ObservationBackend = impl == .c ? .c : .swift
+            func fixture<Counter>(_ counter: Counter, observe: (Counter, Sink) -> ObservationToken,
+                                  set: @escaping (Counter, Int) -> Void, read: @escaping (Counter) -> Int) -> Fixture {
+                var tokens = (0..<n).map { _ in observe(counter, sink) }
+                return Fixture(runBatch: { count in
+                    for i in 0..<count { set(counter, base &+ i) }
+                    base &+= count
+                    operations += count
+                }, tearDown: {
+                    for token in tokens { token.cancel() }
+                    tokens = []
+                    blackHole(read(counter))
+                    sink.consume()
+                    return sink.check(expected: expectedCalls(setUpCalls: 0), "\(name)/\(impl.rawValue)")
+                })
+            }
+            if macroDeclared {
+                return fixture(MacroCounter(backend: backend), observe: observeKVO, set: set, read: { $0.value })
+            }
+            return fixture(KVOCounter(backend: backend), observe: observeKVO, set: set, read: { $0.value })
         case .naive:
             let counter = NaiveCounter()
             var tokens = (0..<n).map { _ in observeNaive(counter, sink) }

@@ -21,6 +21,7 @@ enum ScenarioCatalog {
     static func defaultScenarios(observerCounts: [Int], elementCounts: [Int],
                                  registrationCounts: [Int] = SameKeyScenario.defaultCounts) -> [any Scenario] {
         var scenarios: [any Scenario] = observerCounts.map { SetScenario(n: $0) }
+        scenarios.append(SetScenario(n: 1, macroDeclared: true))
         scenarios.append(RegisterRemoveScenario())
         scenarios.append(contentsOf: sameKeyScenarios(registrationCounts))
         scenarios.append(RegisterMemoryScenario())
@@ -56,7 +57,7 @@ enum ScenarioCatalog {
         var description: String {
             switch self {
             case .unknown(let name):
-                return "unknown scenario '\(name)'; known: set.N (any N >= 0), register.remove, register.memory, "
+                return "unknown scenario '\(name)'; known: set.N (any N >= 0), set.N-macro, register.remove, register.memory, "
                     + SameKeyShape.allCases.map(\.name).joined(separator: ", ") + " (or \(SameKeyScenario.family): all three), "
                     + "threads.2-distinct, threads.2-same-object, threads.2-observe-churn, "
                     + ScenarioCatalog.capabilityScenarios.map(\.name).joined(separator: ", ")
@@ -74,6 +75,9 @@ enum ScenarioCatalog {
     static func parse(_ name: String, elementCounts: [Int],
                       registrationCounts: [Int] = SameKeyScenario.defaultCounts) throws -> [any Scenario] {
         if name.hasPrefix("set."), let n = Int(name.dropFirst(4)), n >= 0 { return [SetScenario(n: n)] }
+        if name.hasPrefix("set."), name.hasSuffix("-macro"), let n = Int(name.dropFirst(4).dropLast(6)), n >= 0 {
+            return [SetScenario(n: n, macroDeclared: true)]
+        }
         switch name {
         case "register.remove": return [RegisterRemoveScenario()]
         case "register.memory": return [RegisterMemoryScenario()]
