@@ -65,10 +65,15 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         typedKeyPath = keyPath
         var linkType: (any KeyValueObservable.Type)? = nil
         var linkIsOptional = false
-        let optional = Value.self as? any _OptionalProtocol.Type
-        if let observable = Value.self as? any KeyValueObservable.Type {
+        // Protocol casts only where they can succeed: the runtime answers the first
+        // `as? any P.Type` for a type by scanning every conformance record of the process (about
+        // 100,000 instructions), while "is it a class" and "is it an Optional" read its metadata.
+        // Most keys hold an Int or a String and pay for neither scan.
+        let optional = _isOptional(Value.self) ? Value.self as? any _OptionalProtocol.Type : nil
+        if Value.self is AnyObject.Type, let observable = Value.self as? any KeyValueObservable.Type {
             linkType = observable
-        } else if let optional, let observable = optional._wrappedType as? any KeyValueObservable.Type {
+        } else if let optional, optional._wrappedType is AnyObject.Type,
+                  let observable = optional._wrappedType as? any KeyValueObservable.Type {
             linkType = observable
             linkIsOptional = true
         }
