@@ -1,4 +1,5 @@
 import ObserveCoreMacros
+@_spi(Testing) import ObserveCore
 
 // The models of Tests/ObserveCoreTests/Support (Models.swift, ArrayModels.swift,
 // DerivedModels.swift), declared with @KeyValueObservable: same names, same initialisers, same

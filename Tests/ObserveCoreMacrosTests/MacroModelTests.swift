@@ -1,4 +1,5 @@
 import ObserveCoreMacros
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// The behaviour of the hand-written form (Tests/ObserveCoreTests), through models declared with

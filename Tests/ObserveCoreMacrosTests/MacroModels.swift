@@ -1,4 +1,5 @@
 import ObserveCoreMacros
+@_spi(Testing) import ObserveCore
 
 // Models declared with the macros: the same shapes as the hand-written models of
 // Tests/ObserveCoreTests/Support (Person, Address, Student, Teacher), one line per property.

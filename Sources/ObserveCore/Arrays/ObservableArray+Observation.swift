@@ -259,11 +259,13 @@ extension ObservableArray where Element: KeyValueObservable {
 
     /// Heap bytes of this array's element-position index (0 when no element key is observed).
     /// For the benchmark's memory figures.
+    @_spi(Testing)
     public var _elementIndexBytes: Int {
         _lock.withLock { (_tracker as? _ElementTracker<Element>)?.indexBytes ?? 0 }
     }
 
     /// Traps if the element-position index disagrees with the contents (for tests).
+    @_spi(Testing)
     public func _checkInvariants() {
         _lock.withLock {
             if let tracker = _tracker as? _ElementTracker<Element>, tracker.isActive { tracker.checkInvariants(_storage) }

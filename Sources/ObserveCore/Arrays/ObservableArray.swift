@@ -56,16 +56,26 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
         self.init(backend: ObservationRuntime.defaultBackend)
     }
 
-    /// An empty array whose observations live in the given backend's registry.
+    /// An empty array whose observations live in the given backend's registry (tests, benchmark).
+    @_spi(Testing)
     public init(backend: ObservationBackend) {
         kvoRegistrar = KeyValueRegistrar(backend: backend)
         _storage = _RingBuffer()
         _mutationKeyID = _KeyTable.shared.id(for: \ObservableArray<Element>.self)
     }
 
-    /// An array holding `elements`, on the given backend.
-    public convenience init<S: Sequence>(_ elements: S, backend: ObservationBackend = ObservationRuntime.defaultBackend)
-    where S.Element == Element {
+    /// An array holding `elements`.
+    ///
+    /// ```swift
+    /// let scores = ObservableArray([3, 1, 2])
+    /// ```
+    public convenience init<S: Sequence>(_ elements: S) where S.Element == Element {
+        self.init(elements, backend: ObservationRuntime.defaultBackend)
+    }
+
+    /// An array holding `elements`, on the given backend (tests, benchmark).
+    @_spi(Testing)
+    public convenience init<S: Sequence>(_ elements: S, backend: ObservationBackend) where S.Element == Element {
         self.init(backend: backend)
         let contents = ContiguousArray(elements)
         _storage = _RingBuffer(capacity: contents.count)

@@ -50,18 +50,24 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @exclusivity(unchecked) private var _asObserver: [_AnyRegistration] = []
     @exclusivity(unchecked) private var _asObserverPruneAt = 8
 
-    /// Creates a registrar on ``ObservationRuntime/defaultBackend``.
+    /// Creates a registrar.
+    ///
+    /// ```swift
+    /// let kvoRegistrar = KeyValueRegistrar()
+    /// ```
     public convenience init() {
         self.init(backend: ObservationRuntime.defaultBackend)
     }
 
     /// Creates a registrar whose registrations live in the given backend's registry (the
     /// benchmark and the tests use this to run both side by side).
+    @_spi(Testing)
     public init(backend: ObservationBackend) {
         _registry = _Registry.shared(backend)
     }
 
     /// The backend this registrar's registrations live in.
+    @_spi(Testing)
     public var backend: ObservationBackend { _registry.backend }
 
     deinit {

@@ -13,10 +13,11 @@ import Darwin
 /// print(ObservationRuntime.debugListing())           // every registration, one per line
 /// ```
 public enum ObservationRuntime {
-    /// The backend of registrars created with `KeyValueRegistrar()`.
+    /// The backend of registrars created with `KeyValueRegistrar()` (tests and benchmark).
     ///
     /// Read once from the environment variable `OBSERVECORE_BACKEND` (`c` or `swift`) and `c`
     /// otherwise. An unknown value stops the program with a message naming the valid ones.
+    @_spi(Testing)
     public static let defaultBackend: ObservationBackend = {
         guard let raw = getenv("OBSERVECORE_BACKEND") else { return .c }
         let value = String(cString: raw)
@@ -102,6 +103,7 @@ public enum ObservationRuntime {
     }
 
     /// Traps with a description if any registry's internal invariants are broken (for tests).
+    @_spi(Testing)
     public static func _checkInvariants() {
         for backend in ObservationBackend.allCases { _Registry.shared(backend).checkInvariants() }
     }

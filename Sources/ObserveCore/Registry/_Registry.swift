@@ -1,6 +1,8 @@
 import Synchronization
 
-/// Which registry implementation backs a registrar.
+/// Which registry implementation backs a registrar: a control for the tests and the benchmark,
+/// which run both side by side (`@_spi(Testing) import ObserveCore`); users get the default.
+@_spi(Testing)
 public enum ObservationBackend: String, Sendable, CaseIterable {
     /// The C core (`CObserveCore`): an open-addressed table with backward-shift deletion.
     case c

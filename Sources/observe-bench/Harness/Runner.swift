@@ -1,6 +1,6 @@
 import Foundation
 import Histogram
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // The observed objects of the capability rows (chains, dependent keys, streams, bindings, post),
 // declared as the README declares them: a `KeyValueRegistrar`, an `ObservableKey` per property,

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // The `set.1-macro` row's object: the class `@KeyValueObservable` writes for the declaration
 // below. observe-bench must not depend on swift-syntax (a clean release build of it takes

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 
 // Objects that several threads set at once (`threads.2-same-object`). A stored Swift property set

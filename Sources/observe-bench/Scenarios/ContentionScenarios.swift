@@ -1,5 +1,5 @@
 import Foundation
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 
 // Scaling rows next to threads.2-distinct (issue 11, item 3): two threads on the *same* object.

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // Two variations of `array.element-change` that change what one set has to tell: ten interested
 // parties instead of one (`array.element-change-10`), and one element present at many indices

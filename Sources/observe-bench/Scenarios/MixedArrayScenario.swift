@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // `array.mixed`: the service-shaped array workload. Isolated rows hide what interleaving reveals
 // (an index invalidated by one operation and rebuilt by the next costs nothing in either row

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import OpenCombine
 
 // MARK: - set.N

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 
 // `register.same-key.*`: N registrations on ONE property of ONE object, then all N removed in a

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Observation
 
 // `service.churn` (issue 11, item 5): a service-shaped workload where registrations change as

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // What an `ObservableArray` costs when nobody observes it, against a plain Swift `Array` doing
 // the same thing: `array.unobserved-append`, `array.unobserved-subscript-set` and

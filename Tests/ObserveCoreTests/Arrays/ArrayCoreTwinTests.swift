@@ -4,7 +4,7 @@
 
 import XCTest
 
-@testable import ObserveCore
+@_spi(Testing) @testable import ObserveCore
 
 /// SplitMix64: a tiny seeded generator, so that every random test replays exactly.
 private struct TwinRandom: RandomNumberGenerator {

@@ -1,5 +1,5 @@
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Observable arrays: element properties and owners", .serialized)

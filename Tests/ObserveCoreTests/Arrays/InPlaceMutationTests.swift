@@ -1,5 +1,5 @@
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// Mutating an element through the subscript (`array[i].append(x)`) happens where the element is

@@ -1,5 +1,5 @@
 import Foundation
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("ObservableArray: literals, equality, hashing, coding, mirror")

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Bindings", .serialized)

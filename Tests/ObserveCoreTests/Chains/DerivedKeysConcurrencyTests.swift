@@ -1,5 +1,5 @@
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// Chains, dependent keys and bindings driven from several threads at once, on thread-safe

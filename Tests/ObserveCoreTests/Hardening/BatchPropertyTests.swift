@@ -7,7 +7,7 @@
 //
 // Size: OBSERVECORE_PROPERTY_BATCHES batches per backend (default 10,000).
 
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Hardening: batch properties", .serialized)

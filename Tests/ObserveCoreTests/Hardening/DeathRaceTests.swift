@@ -14,7 +14,7 @@
 // whichever ends first; the watchdog fires 30 s after the time budget.
 
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 import Testing
 #if canImport(Glibc)

@@ -6,7 +6,7 @@
 // each (default 24). Seeds are sequence numbers, so a failure names the seed that replays it;
 // OBSERVECORE_DIFF_DUMP=<seed> prints that sequence's log.
 
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Hardening: differential (C vs Swift)", .serialized)

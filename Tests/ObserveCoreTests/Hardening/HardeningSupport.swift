@@ -1,7 +1,7 @@
 // Shared pieces of the hardening suites: real threads, observable nodes that several threads may
 // set, observers that notice being messaged after death, and thread-safe inboxes for handlers.
 
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// An observable class whose registrar the test chooses: two of them sharing one registrar is

@@ -14,7 +14,7 @@
 // replays it: OBSERVECORE_FUZZ_SEED=<seed> OBSERVECORE_FUZZ_RUNS=1.
 
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Hardening: random driver (model-checked)", .serialized)

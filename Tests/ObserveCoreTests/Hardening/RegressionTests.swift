@@ -2,7 +2,7 @@
 // found, kept small so that a regression names its cause.
 
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Hardening: regressions", .serialized)

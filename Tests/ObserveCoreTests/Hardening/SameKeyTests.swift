@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// A tagged observer: records which registration (its tag) was called, in order.

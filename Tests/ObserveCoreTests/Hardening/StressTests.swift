@@ -33,7 +33,7 @@
 //   observers, arrays, elements) has been deallocated (`expectNoLeaks`).
 
 import Dispatch
-@testable import ObserveCore
+@_spi(Testing) @testable import ObserveCore
 import Synchronization
 import Testing
 

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// These tests read the process-wide registration count, so the suite runs serialized and the

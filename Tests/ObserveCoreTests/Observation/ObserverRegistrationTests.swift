@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// A class-bound protocol, as a service's listeners often are.

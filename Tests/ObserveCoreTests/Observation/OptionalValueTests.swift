@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// An observer typed `AnyObject` (the form the compiler crashed on, see `addObserver`).

@@ -1,5 +1,5 @@
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 import Testing
 

@@ -1,5 +1,5 @@
 import Dispatch
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 @Suite("Array change streams", .serialized)

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// Streams fed from another thread. Run under ThreadSanitizer by .ci/run (the filter matches

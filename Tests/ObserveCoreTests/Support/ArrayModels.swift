@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 final class Student: KeyValueObservable, CustomStringConvertible {
     let kvoRegistrar: KeyValueRegistrar

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // Models for key path chains, dependent keys, streams and bindings. Each lists its keys
 // (ObservableKeyListing), as the README recommends for classes that chains pass through.

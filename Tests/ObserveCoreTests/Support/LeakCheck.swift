@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Testing
 
 /// Runs `body`, then checks that it leaked nothing: the process-wide count of live registrations

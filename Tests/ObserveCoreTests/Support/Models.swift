@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 
 // The hand-written models most tests use. Tests/ObserveCoreMacroFormTests declares the same
 // classes with @KeyValueObservable and runs the same suites over them.

@@ -1,4 +1,4 @@
-import ObserveCore
+@_spi(Testing) import ObserveCore
 import Synchronization
 
 // Values, observers, locks and thread-safe models the suites share, whichever way the models
