@@ -64,6 +64,12 @@ let package = Package(
             dependencies: ["ObserveCore", "ObserveCoreMacrosPlugin"],
             path: "Sources/ObserveCoreMacros"
         ),
+        // SplitMix64, the seeded generator of the random tests and of the benchmark's edit
+        // scripts (one copy for all of them).
+        .target(
+            name: "SeededRandom",
+            path: "Sources/SeededRandom"
+        ),
         // observe-bench's allocation counter: it replaces malloc and friends for the whole process
         // it is linked into, so no other target may depend on it (see its header).
         .target(
@@ -75,6 +81,7 @@ let package = Package(
             dependencies: [
                 "ObserveCore",
                 "BenchAllocCounter",
+                "SeededRandom",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
@@ -83,12 +90,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CObserveCoreTests",
-            dependencies: ["CObserveCore"],
+            dependencies: ["CObserveCore", "SeededRandom"],
             path: "Tests/CObserveCoreTests"
         ),
         .testTarget(
             name: "ObserveCoreTests",
-            dependencies: ["ObserveCore"],
+            dependencies: ["ObserveCore", "SeededRandom"],
             path: "Tests/ObserveCoreTests"
         ),
         // A client written as a Swift 6 application would be: main-actor view models and actors
@@ -105,7 +112,7 @@ let package = Package(
         // pass the same tests.
         .testTarget(
             name: "ObserveCoreMacroFormTests",
-            dependencies: ["ObserveCoreMacros"],
+            dependencies: ["ObserveCoreMacros", "SeededRandom"],
             path: "Tests/ObserveCoreMacroFormTests"
         ),
         // Every Swift block of README.md, verbatim in compiling context; a test fails when the

@@ -3,6 +3,7 @@
 // over 10,000 random batches checked against a reference application.
 
 import CObserveCore
+import SeededRandom
 import XCTest
 
 final class BatchComposerTests: XCTestCase {

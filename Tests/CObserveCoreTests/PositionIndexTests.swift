@@ -3,6 +3,7 @@
 // memory at 100,000 elements, and every status code.
 
 import CObserveCore
+import SeededRandom
 import XCTest
 
 final class PositionIndexTests: XCTestCase {

@@ -4,6 +4,7 @@
 // holding the same entries.
 
 import CObserveCore
+import SeededRandom
 import Foundation
 import XCTest
 

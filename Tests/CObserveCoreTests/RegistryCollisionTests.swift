@@ -3,6 +3,7 @@
 // contexts (all in one probe run by design), and remove_object inside shared clusters.
 
 import CObserveCore
+import SeededRandom
 import Foundation
 import XCTest
 

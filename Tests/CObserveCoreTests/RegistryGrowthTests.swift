@@ -3,6 +3,7 @@
 // it was; a failed shrink is silent.
 
 import CObserveCore
+import SeededRandom
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Observation
 import OpenCombine
 import Synchronization
@@ -470,19 +471,6 @@ final class PublishedArrayPeer: @unchecked Sendable {
 }
 
 // MARK: - Seeded randomness and the batches' edit scripts
-
-/// SplitMix64: a small seeded generator, so that every impl sees the same edits.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// One edit of `array.batch-100`, with the pool ids it involves.
 enum ArrayEdit {

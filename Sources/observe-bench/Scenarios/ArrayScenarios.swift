@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Observation
 import OpenCombine
 

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 
 // `array.mixed`: the service-shaped array workload. Isolated rows hide what interleaving reveals
 // (an index invalidated by one operation and rebuilt by the next costs nothing in either row

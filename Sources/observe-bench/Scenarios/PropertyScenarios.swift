@@ -47,69 +47,44 @@ struct SetScenario: Scenario {
         var operations = 0
         // Observers are called once per set each; OpenCombine's sinks and Observation's trackings
         // also run once when they are set up (the subscription's current value, the first arm).
-        func expectedCalls(setUpCalls: Int) -> Int { n * operations + setUpCalls }
+        /// `counter` with `n` registrations made by `observe`: a batch sets it `count` times;
+        /// tear-down cancels every registration and checks that each observer was called once per
+        /// set (plus `setUpCalls`: OpenCombine's sinks and Observation's trackings also run once
+        /// when they are set up, for the subscription's current value or the first arm).
+        func fixture<Counter, Token>(_ counter: Counter, observe: (Counter, Sink) -> Token,
+                                     cancel: @escaping (Token) -> Void, setUpCalls: Int = 0,
+                                     set: @escaping (Counter, Int) -> Void, read: @escaping (Counter) -> Int) -> Fixture {
+            var tokens = (0..<n).map { _ in observe(counter, sink) }
+            return Fixture(runBatch: { count in
+                for i in 0..<count { set(counter, base &+ i) }
+                base &+= count
+                operations += count
+            }, tearDown: {
+                for token in tokens { cancel(token) }
+                tokens = []
+                blackHole(read(counter))
+                sink.consume()
+                return sink.check(expected: n * operations + setUpCalls, "\(name)/\(impl.rawValue)")
+            })
+        }
         switch impl {
         case .c, .swift:
             let backend: ObservationBackend = impl == .c ? .c : .swift
-            func fixture<Counter>(_ counter: Counter, observe: (Counter, Sink) -> ObservationToken,
-                                  set: @escaping (Counter, Int) -> Void, read: @escaping (Counter) -> Int) -> Fixture {
-                var tokens = (0..<n).map { _ in observe(counter, sink) }
-                return Fixture(runBatch: { count in
-                    for i in 0..<count { set(counter, base &+ i) }
-                    base &+= count
-                    operations += count
-                }, tearDown: {
-                    for token in tokens { token.cancel() }
-                    tokens = []
-                    blackHole(read(counter))
-                    sink.consume()
-                    return sink.check(expected: expectedCalls(setUpCalls: 0), "\(name)/\(impl.rawValue)")
-                })
-            }
             if macroDeclared {
-                return fixture(MacroCounter(backend: backend), observe: observeKVO, set: set, read: { $0.value })
+                return fixture(MacroCounter(backend: backend), observe: observeKVO, cancel: { $0.cancel() },
+                               set: set, read: { $0.value })
             }
-            return fixture(KVOCounter(backend: backend), observe: observeKVO, set: set, read: { $0.value })
+            return fixture(KVOCounter(backend: backend), observe: observeKVO, cancel: { $0.cancel() },
+                           set: set, read: { $0.value })
         case .naive:
-            let counter = NaiveCounter()
-            var tokens = (0..<n).map { _ in observeNaive(counter, sink) }
-            return Fixture(runBatch: { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                base &+= count
-                operations += count
-            }, tearDown: {
-                for token in tokens { token.cancel() }
-                tokens = []
-                blackHole(counter.value)
-                sink.consume()
-                return sink.check(expected: expectedCalls(setUpCalls: 0), "\(name)/naive")
-            })
+            return fixture(NaiveCounter(), observe: observeNaive, cancel: { $0.cancel() }, set: set, read: { $0.value })
         case .observation:
-            let counter = ObservationCounter()
-            for _ in 0..<n { observeObservation(counter, sink) }
-            return Fixture(runBatch: { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                base &+= count
-                operations += count
-            }, tearDown: {
-                blackHole(counter.value)
-                sink.consume()
-                return sink.check(expected: expectedCalls(setUpCalls: n), "\(name)/observation")
-            })
+            // A tracking cannot be cancelled: it ends when it fires (and re-arms) or its object dies.
+            return fixture(ObservationCounter(), observe: observeObservation, cancel: { _ in }, setUpCalls: n,
+                           set: set, read: { $0.value })
         case .opencombine:
-            let counter = PublishedCounter()
-            var cancellables = (0..<n).map { _ in observePublished(counter, sink) }
-            return Fixture(runBatch: { count in
-                for i in 0..<count { set(counter, base &+ i) }
-                base &+= count
-                operations += count
-            }, tearDown: {
-                for cancellable in cancellables { cancellable.cancel() }
-                cancellables = []
-                blackHole(counter.value)
-                sink.consume()
-                return sink.check(expected: expectedCalls(setUpCalls: n), "\(name)/opencombine")
-            })
+            return fixture(PublishedCounter(), observe: observePublished, cancel: { $0.cancel() }, setUpCalls: n,
+                           set: set, read: { $0.value })
         case .plain:
             precondition(n == 0, "plain has no observers")
             let counter = PlainCounter()

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Synchronization
 
 // `register.same-key.*`: N registrations on ONE property of ONE object, then all N removed in a

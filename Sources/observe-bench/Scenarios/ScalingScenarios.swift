@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 
 // `array.ops-scaling.*`: one row per structural operation of an observed array, each at every
 // `--elements` size, so that an operation whose cost grows with N shows it as a ratio between

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Observation
 
 // `service.churn` (issue 11, item 5): a service-shaped workload where registrations change as

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 
 // What an `ObservableArray` costs when nobody observes it, against a plain Swift `Array` doing
 // the same thing: `array.unobserved-append`, `array.unobserved-subscript-set` and

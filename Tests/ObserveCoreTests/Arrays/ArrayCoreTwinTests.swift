@@ -2,28 +2,16 @@
 // batch composers must produce identical runs (and origins), the encoders the same answers, and
 // the position indexes the same lookups.
 
+import SeededRandom
 import XCTest
 
 @_spi(Testing) @testable import ObserveCore
-
-/// SplitMix64: a tiny seeded generator, so that every random test replays exactly.
-private struct TwinRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 final class ArrayCoreTwinTests: XCTestCase {
     // MARK: Batch composer
 
     func testCAndSwiftComposersProduceIdenticalRunsOnRandomBatches() {
-        var rng = TwinRandom(seed: 0x7717_0001)
+        var rng = SplitMix64(seed: 0x7717_0001)
         for iteration in 0..<10_000 {
             let oldCount = Int.random(in: 0...50, using: &rng)
             let c: any _BatchComposing = _CBatchComposer(oldCount: oldCount)
@@ -81,7 +69,7 @@ final class ArrayCoreTwinTests: XCTestCase {
     }
 
     func testComposersAgreeOnABigArrayWithScatteredEdits() {
-        var rng = TwinRandom(seed: 0xB16)
+        var rng = SplitMix64(seed: 0xB16)
         let c = _CBatchComposer(oldCount: 100_000), swift = _SwiftBatchComposer(oldCount: 100_000)
         for _ in 0..<300 {
             let n = c.count
@@ -111,7 +99,7 @@ final class ArrayCoreTwinTests: XCTestCase {
     // MARK: Encoder
 
     func testCAndSwiftEncodersAgreeOnRandomRuns() {
-        var rng = TwinRandom(seed: 0xE1C0_DE)
+        var rng = SplitMix64(seed: 0xE1C0_DE)
         let ops: [_RunOp] = [.remove, .insert, .move, .modify]
         var accepted = 0
         for iteration in 0..<20_000 {
@@ -149,7 +137,7 @@ final class ArrayCoreTwinTests: XCTestCase {
     // MARK: Position index
 
     func testCAndSwiftPositionIndexesAgreeOnRandomChurn() {
-        var rng = TwinRandom(seed: 0x9051_7105)
+        var rng = SplitMix64(seed: 0x9051_7105)
         let mask: UInt32 = 255
         let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
         ring.initialize(repeating: 0, count: Int(mask) + 1)

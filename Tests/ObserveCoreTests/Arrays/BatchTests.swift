@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 @Suite("Observable arrays: batches")
@@ -6,7 +7,7 @@ struct BatchTests {
     @Test("every element a batch change lists sits at its old index before and its new index after",
           arguments: ObservationBackend.allCases)
     func batchElementsNameTheirIndices(backend: ObservationBackend) {
-        var rng = SplitMix(seed: 0xBA7C_0001)
+        var rng = SplitMix64(seed: 0xBA7C_0001)
         let pool = (0..<400).map { Student(backend, "s\($0)") }
         let array = ObservableArray(pool[0..<200], backend: backend)
         var spare = 200
@@ -126,7 +127,7 @@ struct ArrayPropertyTests {
     @Test("apply(change, old) == new and element indices match, on random sequences", arguments: ObservationBackend.allCases)
     func randomSequences(backend: ObservationBackend) {
         let rounds = 300
-        var generator = SplitMix(seed: 0xC0FFEE)
+        var generator = SplitMix64(seed: 0xC0FFEE)
         let pool = (0..<12).map { Student(backend, "s\($0)") }
         for _ in 0..<rounds {
             let array = ObservableArray((0..<generator.below(8)).map { _ in pool[generator.below(12)] }, backend: backend)
@@ -145,7 +146,7 @@ struct ArrayPropertyTests {
                 model = Array(array)
             }
             for _ in 0..<20 {
-                let edit = { (a: ObservableArray<Student>, g: inout SplitMix) in
+                let edit = { (a: ObservableArray<Student>, g: inout SplitMix64) in
                     switch g.below(7) {
                     case 0: a.insert(pool[g.below(12)], at: g.below(a.count + 1))
                     case 1: if !a.isEmpty { a.remove(at: g.below(a.count)) }

@@ -1,5 +1,6 @@
 import Dispatch
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 @Suite("Observable arrays: element properties and owners", .serialized)
@@ -78,7 +79,7 @@ struct ElementObservationTests {
             if change.kind == .elementChanged { reported += change.elements.map(\.newIndex!) }
         }
         var model = roster
-        var rng = SplitMix(seed: 0x3C0F_FEE5)
+        var rng = SplitMix64(seed: 0x3C0F_FEE5)
         for round in 0..<200 {
             let from = Int.random(in: 0..<300, using: &rng), to = Int.random(in: 0..<300, using: &rng)
             array.move(from: from, to: to)
@@ -207,7 +208,7 @@ struct ElementObservationTests {
         let token = array.observe(elementKeyPaths: [\.grade]) { _, c in
             if c.kind == .elementChanged { last = c.elements.map(\.newIndex!) }
         }
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for step in 0..<400 {
             switch generator.next() % 8 {
             case 0: array.insert(pool[generator.below(40)], at: 0)
@@ -237,7 +238,7 @@ struct ElementObservationTests {
         let token = array.observe(elementKeyPaths: [\.grade]) { _, c in
             if c.kind == .elementChanged { last = c.elements.map(\.newIndex!) }
         }
-        var generator = SplitMix(seed: 99)
+        var generator = SplitMix64(seed: 99)
         for step in 0..<120 {
             let middle = array.count / 3 + generator.below(array.count / 3)
             switch step % 4 {
@@ -458,20 +459,4 @@ struct ElementObservationTests {
         #expect(first == nil, "the recycled change storage still holds a value of an earlier change")
         token.cancel()
     }
-}
-
-/// A small deterministic generator for reproducible random tests.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in 0..<n.
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }

@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 /// Records every change an array reports, and checks each against the contents before and after.
@@ -195,7 +196,7 @@ struct ObservableArrayTests {
     @Test("sort agrees with Array's, keeps equal elements in order, observed or not, across ring wrap-around",
           arguments: ObservationBackend.allCases)
     func sortAgreesWithArray(backend: ObservationBackend) {
-        var rng = SplitMix(seed: 0x5027_5027)
+        var rng = SplitMix64(seed: 0x5027_5027)
         for observed in [false, true] {
             // Values key * 10_000 + serial, sorted by key only: stability shows in the serials.
             let array = ObservableArray<Int>(backend: backend)
@@ -319,7 +320,7 @@ struct ObservableArrayTests {
     @Test("random unobserved mutations agree with Array, across ring wrap-around, growth and snapshots",
           arguments: ObservationBackend.allCases)
     func unobservedFastPathsAgreeWithArray(backend: ObservationBackend) {
-        var rng = SplitMix(seed: 0xFA57_FA57)
+        var rng = SplitMix64(seed: 0xFA57_FA57)
         let array = ObservableArray<Int>(backend: backend)
         var model: [Int] = []
         var snapshots: [(ObservableArray<Int>.Iterator, [Int])] = []

@@ -8,6 +8,7 @@
 // Size: OBSERVECORE_PROPERTY_BATCHES batches per backend (default 10,000).
 
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 @Suite("Hardening: batch properties", .serialized)
@@ -19,7 +20,7 @@ struct BatchPropertyTests {
         var failures: [String] = []
         var checked = 0, changes = 0, elementChanges = 0, moves = 0
         expectNoLeaks("batch properties[\(backend)]") { tracker in
-            var rng = SplitMix(seed: 0xBA7C_4E5)   // the same on both backends: the figures must agree too
+            var rng = SplitMix64(seed: 0xBA7C_4E5)   // the same on both backends: the figures must agree too
             let pool = (0..<12).map { tracker.track(Student(backend, "s\($0)")) }
             var array = tracker.track(ObservableArray<Student>(backend: backend))
             var reported: [ArrayChange<Student>] = []
@@ -115,7 +116,7 @@ struct BatchPropertyTests {
     }
 
     /// One random edit; returns its description.
-    static func edit(_ a: ObservableArray<Student>, _ rng: inout SplitMix, _ pool: [Student]) -> String {
+    static func edit(_ a: ObservableArray<Student>, _ rng: inout SplitMix64, _ pool: [Student]) -> String {
         let n = a.count
         let pick = pool[rng.below(pool.count)]
         switch rng.below(14) {

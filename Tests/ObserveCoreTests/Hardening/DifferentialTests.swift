@@ -7,6 +7,7 @@
 // OBSERVECORE_DIFF_DUMP=<seed> prints that sequence's log.
 
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 @Suite("Hardening: differential (C vs Swift)", .serialized)
@@ -50,7 +51,7 @@ struct DifferentialTests {
 /// label (never by address).
 final class DifferentialWorld {
     let backend: ObservationBackend
-    private var rng = SplitMix(seed: 0)
+    private var rng = SplitMix64(seed: 0)
     private var log: [String] = []
     private var labels: [ObjectIdentifier: String] = [:]
     private var generation = 0
@@ -108,7 +109,7 @@ final class DifferentialWorld {
     // MARK: Running
 
     func run(seed: UInt64, operations: Int) -> [String] {
-        rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        rng = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
         liveBaseline = ObservationRuntime.liveRegistrationCount
         people = (0..<3).map { i in label(Person(backend, name: "p\(i)", age: i), "P") }
         watchers = (0..<4).map { i in i < 2 ? label(Watcher(), "W") : label(ObservableWatcher(backend), "OW") }

@@ -78,11 +78,7 @@ final class StressNode: KeyValueObservable, @unchecked Sendable, CustomStringCon
     var value: Int {
         get { lock.locked { _value } }
         set {
-            let old = lock.locked {
-                defer { _value = newValue }
-                return _value
-            }
-            kvoRegistrar.didSet(StressNode.value, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(StressNode.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
         }
     }
 

@@ -15,6 +15,7 @@
 
 import Dispatch
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 @Suite("Hardening: random driver (model-checked)", .serialized)
@@ -51,7 +52,7 @@ struct RandomDriverTests {
 /// each is checked against.
 final class RandomDriverWorld {
     private let backend: ObservationBackend
-    private var rng: SplitMix
+    private var rng: SplitMix64
     private(set) var executed = 0
     private(set) var notifications = 0
     private var problems: [String] = []
@@ -82,7 +83,7 @@ final class RandomDriverWorld {
 
     init(_ backend: ObservationBackend, seed: UInt64) {
         self.backend = backend
-        rng = SplitMix(seed: seed)
+        rng = SplitMix64(seed: seed)
         pool = (0..<10).map { Student(backend, "s\($0)") }
         array = ObservableArray<Student>(backend: backend)
         for _ in 0..<3 { addPerson() }

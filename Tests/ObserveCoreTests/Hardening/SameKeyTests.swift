@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import SeededRandom
 import Testing
 
 /// A tagged observer: records which registration (its tag) was called, in order.
@@ -38,7 +39,7 @@ struct SameKeyTests {
             expected.append(tag)
             if tag % 3 != 0 && tag % 2 == 0 { expected.append(-tag) }
         }
-        var rng = SplitMix(seed: 0x5A3E_0001)
+        var rng = SplitMix64(seed: 0x5A3E_0001)
         var alive = Set(expected)
         for round in 0..<6 {
             // Remove a random fifth of what is left, by every removal path.

@@ -34,6 +34,7 @@
 
 import Dispatch
 @_spi(Testing) @testable import ObserveCore
+import SeededRandom
 import Synchronization
 import Testing
 
@@ -174,7 +175,7 @@ final class MembershipInbox: @unchecked Sendable {
 
 /// One thread's private state (touched by that thread only, then by the checker after the join).
 final class StressThread {
-    var rng: SplitMix
+    var rng: SplitMix64
     /// Tickets this thread wrote to each shared node.
     var sets: [[Int]]
     /// Inboxes of this thread's transient registrations, checked at the end.
@@ -186,7 +187,7 @@ final class StressThread {
     var operations = 0
 
     init(seed: UInt64, sharedCount: Int) {
-        rng = SplitMix(seed: seed)
+        rng = SplitMix64(seed: seed)
         sets = Array(repeating: [], count: sharedCount)
     }
 }
@@ -560,7 +561,7 @@ final class StressWorld: @unchecked Sendable {
     }
 
     /// One random edit of an array whose elements 'id < 0' are pinned (never removed or replaced).
-    private func edit(_ a: ObservableArray<StressNode>, _ rng: inout SplitMix) {
+    private func edit(_ a: ObservableArray<StressNode>, _ rng: inout SplitMix64) {
         let n = a.count
         let removable = (0..<n).filter { a[$0].id > 0 }
         let growing = n < 16
@@ -629,7 +630,7 @@ final class StressWorld: @unchecked Sendable {
 
     private func mutateShared(_ state: StressThread) {
         let a = sharedArrays[state.rng.below(sharedArrays.count)]
-        func one(_ a: ObservableArray<StressNode>, _ rng: inout SplitMix) {
+        func one(_ a: ObservableArray<StressNode>, _ rng: inout SplitMix64) {
             switch rng.below(6) {
             case 0: a.append(freshNode("shared array element"))
             case 1: a.insert(freshNode("shared array element"), at: 0)

@@ -48,6 +48,15 @@ final class TestLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// Stores `newValue` in `storage` under the lock; returns what it held (the old value a
+    /// lock-guarded setter announces after unlocking).
+    func exchange<T>(_ storage: inout T, _ newValue: T) -> T {
+        locked {
+            defer { storage = newValue }
+            return storage
+        }
+    }
 }
 
 /// A thread-safe observable class: its storage is guarded by a lock, and changes are announced
@@ -64,11 +73,7 @@ final class SharedCounter: KeyValueObservable, @unchecked Sendable {
     var value: Int {
         get { lock.locked { _value } }
         set {
-            let old = lock.locked {
-                defer { _value = newValue }
-                return _value
-            }
-            kvoRegistrar.didSet(SharedCounter.value, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(SharedCounter.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
         }
     }
 
@@ -76,11 +81,7 @@ final class SharedCounter: KeyValueObservable, @unchecked Sendable {
     var label: String {
         get { lock.locked { _label } }
         set {
-            let old = lock.locked {
-                defer { _label = newValue }
-                return _label
-            }
-            kvoRegistrar.didSet(SharedCounter.label, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(SharedCounter.label, of: self, from: lock.exchange(&_label, newValue), to: newValue)
         }
     }
 }
@@ -122,11 +123,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var name: String {
         get { lock.locked { _name } }
         set {
-            let old = lock.locked { () -> String in
-                defer { _name = newValue }
-                return _name
-            }
-            kvoRegistrar.didSet(LockedNode.name, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(LockedNode.name, of: self, from: lock.exchange(&_name, newValue), to: newValue)
         }
     }
 
@@ -134,11 +131,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var value: Int {
         get { lock.locked { _value } }
         set {
-            let old = lock.locked { () -> Int in
-                defer { _value = newValue }
-                return _value
-            }
-            kvoRegistrar.didSet(LockedNode.value, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(LockedNode.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
         }
     }
 
@@ -146,11 +139,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var next: LockedNode? {
         get { lock.locked { _next } }
         set {
-            let old = lock.locked { () -> LockedNode? in
-                defer { _next = newValue }
-                return _next
-            }
-            kvoRegistrar.didSet(LockedNode.next, of: self, from: old, to: newValue)
+            kvoRegistrar.didSet(LockedNode.next, of: self, from: lock.exchange(&_next, newValue), to: newValue)
         }
     }
 
