@@ -17,7 +17,7 @@
 ** (slot - head) & mask. Front insertions and appends change no slot, so they touch nothing here.
 **
 ** WHY ONLY SLOT + FINGERPRINT. The memory target is at most 16 bytes per element at 100,000
-** elements (issue 3: >= 17x less than one naive observer per element). A bucket that stored the
+** elements (at least 17x less than one naive observer per element). A bucket that stored the
 ** element's address (8 bytes) next to its slot (4) and a control byte would cost 13 bytes, and
 ** 13 / load-factor is over 16 for any load factor a linear probe tolerates. But the address is
 ** redundant: the caller's ring already holds it at ring[slot]. So a bucket is a 32-bit slot and
@@ -60,7 +60,7 @@
 ** and the same fingerprint, so an element's duplicates sit in one cluster and one lookup finds
 ** them all.
 **
-** DELETION: BACKWARD SHIFT, NO TOMBSTONES (choice (a) of STYLE.md principle 4). An array under
+** DELETION: BACKWARD SHIFT, NO TOMBSTONES (tombstones never have to be purged). An array under
 ** edit churns its index constantly; tombstones would pile up exactly there. When an entry is
 ** removed, each later entry of its cluster whose home is not cyclically inside (hole, j] moves
 ** back into the hole, so the table is always one that insertions alone could have produced and

@@ -48,7 +48,7 @@
 ** cluster in every process; under COBS_DETERMINISTIC_HASHING it is a fixed constant, and
 ** cobs_registry_create_with takes it explicitly, so tests can reproduce a layout exactly.
 **
-** DELETION: BACKWARD SHIFT, NO TOMBSTONES (choice (a) of STYLE.md principle 4). When an entry is
+** DELETION: BACKWARD SHIFT, NO TOMBSTONES (tombstones never have to be purged). When an entry is
 ** removed, the entries after it in its run are examined in order, and each one whose home bucket
 ** is not between the hole and itself is moved back into the hole, which then moves to where that
 ** entry was; the final hole becomes empty. The table after any sequence of inserts and removes is

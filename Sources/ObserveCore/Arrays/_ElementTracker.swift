@@ -62,7 +62,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         }
         let memberBits = _memberBits
         Self._forEachElement(ring) { $0.kvoRegistrar._enterArray(memberBits: memberBits) }
-        for keyID in keyIDs { _ElementTrackers.shared.register(self, keyID: keyID) }
+        for keyID in keyIDs { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
 
     override var isActive: Bool { _active }
@@ -75,7 +75,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         _memberBits |= bits
         Self._forEachElement(ring) { $0.kvoRegistrar._addMemberBits(bits) }
-        for keyID in added { _ElementTrackers.shared.register(self, keyID: keyID) }
+        for keyID in added { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
 
     /// Calls `body` with every element of `ring`, borrowed: no retain or release per element
@@ -175,7 +175,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         guard _active else { return }
         _active = false
         leaveAll(ring)
-        _ElementTrackers.shared.unregister(self, keyIDs: keys.map(\.id))
+        _ElementTrackerDirectory.shared.unregister(self, keyIDs: keys.map(\.id))
     }
 
     override func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {

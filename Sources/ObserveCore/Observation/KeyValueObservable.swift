@@ -359,7 +359,7 @@ extension KeyValueObservable {
                 handler: tokenHandler.unsafelyUnwrapped)
         }
         guard registrar._add(registration, observer: observer) else { return nil }
-        _derivedKeyDidAdd(self, keyPath, registration)   // chains and dependent keys (Chains/_RegistryHooks.swift)
+        _derivedKeyDidAdd(self, keyPath, registration)   // chains and dependent keys (Registry/_RegistryHooks.swift)
         if options.contains(.initial) {
             registration._deliver(self, ObservedChange(
                 oldValue: nil, newValue: options.contains(.new) ? self[keyPath: keyPath] : nil, isInitial: true))

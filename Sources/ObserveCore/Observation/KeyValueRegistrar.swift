@@ -24,7 +24,7 @@ import Synchronization
 /// - Warning: A registrar serves exactly one object, the one that stores it. Do not share it,
 ///   store it elsewhere, or hand it to another object: registrations die when the registrar does.
 public final class KeyValueRegistrar: @unchecked Sendable {
-    /// Bit `1 << (key id % 64)` is set while some registration on this object may need a
+    /// Bit `1 << (key id & 31)` (`_KeyTable.bit(for:)`; the high half is `_membership`'s) is set while some registration on this object may need a
     /// `didSet` notification for a key with that bit (false positives only cost a lookup).
     @usableFromInline internal let _observedMask = Atomic<UInt64>(0)
     /// The same for registrations that asked for `.prior` (checked by `willSet`).
@@ -139,7 +139,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// stores the old and new values, typed, only for an observer that asked for them (`.old`, `.new`).
     @usableFromInline @inline(never)
     internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ values: _ElementValueStore) {
-        _ElementTrackers.shared.elementDidChange(keyID: keyID, element: object, values: values)
+        _ElementTrackerDirectory.shared.elementDidChange(keyID: keyID, element: object, values: values)
     }
 
     /// Counts one more membership in a tracked array whose element keys have `memberBits`.

@@ -147,7 +147,7 @@ internal final class _Registry: @unchecked Sendable {
             }
             return removed
         }
-        if !removed.isEmpty { _registrationsDidEmpty(object: object, keyID: keyID) }   // Chains/_RegistryHooks.swift
+        if !removed.isEmpty { _registrationsDidEmpty(object: object, keyID: keyID) }   // Registry/_RegistryHooks.swift
         for registration in removed { registration._didRemove() }
         return removed.count
     }
@@ -156,7 +156,7 @@ internal final class _Registry: @unchecked Sendable {
     func removeObject(_ object: UInt) {
         let removed = _withShard(for: object) { shard in shard.removeObject(object) }
         if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
-        _objectDidDie(object)   // derived-key drivers, combined bindings (Chains/_RegistryHooks.swift)
+        _objectDidDie(object)   // derived-key drivers, combined bindings (Registry/_RegistryHooks.swift)
     }
 
     // MARK: Notifying

@@ -281,13 +281,13 @@ struct Target {
         + "locked read-modify-writes on one word both threads write: the registrar's dispatch-cache reader count "
         + "(_enterReadSection / _leaveReadSection). perf record of this row (c): about 88% of KeyValueRegistrar._notify's "
         + "samples sit on those two instructions (lock incq, lock decq). A notify path without read-modify-writes "
-        + "(issue 11 item 1) removes them."
+        + "removes them."
 
     static let churnNote = "churn, not delivery, is where it loses: a tick allocates about three times what the "
         + "naive registry's does (allocs/op), and perf record of this row (c, set-up and tear-down included) puts "
         + "about a quarter of the time in swift_retain / swift_release, with the object's dispatch cache rebuilt "
         + "(_Shard.dispatchCache) and released after every registration change. Meeting it takes registration and "
-        + "cancellation without per-object cache rebuilds and with one allocation per registration (issue 11 items 2, 5)."
+        + "cancellation without per-object cache rebuilds and with one allocation per registration."
 
     static let scalingNote = "a middle insertion or removal moves min(i, N - i) elements, a far move |to - from| "
         + "(one memmove, a few µs at 100k: see array.unobserved-insert-middle), and each such block move takes a "
@@ -322,7 +322,7 @@ struct Target {
         }
     }
 
-    /// The targets of issue 2 (foundation), the arrays issue and issue 4, for ObserveCore's C path.
+    /// The property, array and memory targets, for ObserveCore's C path.
     static func all() -> [Target] {
         let k100 = 100_000
         return [
@@ -383,7 +383,7 @@ struct Target {
             Target(label: "array.mixed @50k faster than re-diffing a plain array", scenario: "array.mixed", impl: .c,
                    peer: .diff, rule: .fasterAtLeast(1), source: "array engine issue",
                    n: ArrayMixedScenario.defaultCount, peerN: ArrayMixedScenario.defaultCount, whenMissed: Target.mixedNote),
-            // The meaning of the ratios in absolute figures (issue 3, in brackets): a quiet machine only.
+            // The meaning of the ratios in absolute figures: a quiet machine only.
             Target(label: "array.setup @100k <= 20 ns per element (absolute)", scenario: "array.setup", impl: .c,
                    peer: nil, rule: .absoluteAtMost(20), source: "issue 3 (absolute; quiet machine)", n: k100,
                    whenMissed: Target.setupNote),

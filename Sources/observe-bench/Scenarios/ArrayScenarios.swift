@@ -3,7 +3,7 @@ import SeededRandom
 import Observation
 import OpenCombine
 
-// The array scenarios of issue 4, each at N = 1k / 10k / 100k elements (`--elements`): an
+// The array scenarios, each at N = 1k / 10k / 100k elements (`--elements`): an
 // array of N "students" observed with one element key path (`grade`), by ObserveCore (`c`,
 // `swift`: one registration per array) and by the approaches a user would take instead — one
 // observer per element in a naive registry (`per-element-naive`, the seeds' approach; `scan`),

@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-// Every capability of the façade beyond a plain observed property (issue 11, item 4): key path
+// Every capability of the façade beyond a plain observed property: key path
 // chains, dependent keys, change streams, bindings and post mode. Each row is ObserveCore on
 // both registries (`c`, `swift`: the same one-line declaration with another backend) and is
 // compared with `set.1` of the same impl (one set, one observer: the floor every capability

@@ -2,7 +2,7 @@ import Foundation
 @_spi(Testing) import ObserveCore
 import Synchronization
 
-// Scaling rows next to threads.2-distinct (issue 11, item 3): two threads on the *same* object.
+// Scaling rows next to threads.2-distinct: two threads on the *same* object.
 // `threads.2-same-object` sets it from both; `threads.2-observe-churn` sets it from one while the
 // other registers and cancels observers on it.
 

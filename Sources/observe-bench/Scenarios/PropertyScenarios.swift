@@ -3,7 +3,7 @@ import OpenCombine
 
 // MARK: - set.N
 
-/// Why `c` and `swift` read alike on the set rows (issue 11, item 6).
+/// Why `c` and `swift` read alike on the set rows.
 let setPathNote = "c and swift time the same code here: a set reads the object's dispatch cache (Swift) and calls "
     + "the handlers; the C registry is not on that path (only the same thread-depth counter call, for both). The "
     + "backends differ where the registry works: observe and cancel (register.remove), memory per registration, "

@@ -2,7 +2,7 @@
 import SeededRandom
 import Observation
 
-// `service.churn` (issue 11, item 5): a service-shaped workload where registrations change as
+// `service.churn`: a service-shaped workload where registrations change as
 // often as values do. 20,000 persons, each observed once to begin with; per tick, in a seeded
 // random order: 2,000 sets on random persons, 300 token observations of random persons and 300
 // cancellations of random live tokens, 100 observer-tagged adds (`addObserver` with one of 64

@@ -1,7 +1,7 @@
 internal import CObserveCore
 
-/// The registry table backed by the C core. This file is the only one that names `cobs_*`
-/// functions; every status code is turned into Swift here and nowhere else:
+/// The registry table backed by the C core (`cobs_registry.h`). This file is the only one that
+/// calls `cobs_registry_*` functions; every status code is turned into Swift here and nowhere else:
 /// - `COBS_NOT_FOUND` becomes `nil`, `COBS_EXISTS` the existing slot;
 /// - `COBS_BUFFER_TOO_SMALL` is part of the enumeration protocol (grow the buffers and retry);
 /// - `COBS_NO_MEMORY` traps (Swift itself traps on allocation failure, so there is nothing
@@ -112,29 +112,5 @@ internal final class _CRegistryTable: _RegistryTable {
             cobs_registry_dump(_reg, nil)
             fatalError("ObserveCore: C registry invariants broken (\(String(cString: cobs_status_name(status))))")
         }
-    }
-}
-
-/// The calling thread's notification depth, kept in C thread-local storage (one `_Thread_local`
-/// load and store; far cheaper than Foundation's thread dictionary).
-@usableFromInline
-internal enum _ThreadDepth {
-    @usableFromInline
-    static func enter() -> UInt32 { cobs_thread_depth_enter() }
-    @usableFromInline
-    static func leave() { _ = cobs_thread_depth_leave() }
-
-    /// The depth of the delivery running on this thread (0 outside any).
-    @usableFromInline
-    static var current: UInt32 { cobs_thread_depth_get() }
-
-    /// Runs `body` (a queued delivery) at `depth`, the depth its change was announced at, then
-    /// restores the thread's own: a handler that re-triggers its change through a queue nests one
-    /// level deeper at each round, and is caught at the limit like an inline one.
-    @usableFromInline
-    static func withDepth(_ depth: UInt32, _ body: () -> Void) {
-        let saved = cobs_thread_depth_exchange(depth)
-        defer { _ = cobs_thread_depth_exchange(saved) }
-        body()
     }
 }

@@ -5,7 +5,7 @@
 ///   holding it, so a change is reported with the element's indices without scanning;
 /// - one membership per (element, occurrence) counted in the element's registrar, whose high
 ///   bits tell the element's setter that some tracked array wants that key.
-/// An element's setter that finds its member bit set asks `_ElementTrackers` for the trackers
+/// An element's setter that finds its member bit set asks `_ElementTrackerDirectory` for the trackers
 /// of that key (usually one or a few) and each looks the element up in its own index.
 ///
 /// Lock order: an array's lock, then (inside it) a registry shard lock or a registrar's CAS
@@ -19,8 +19,8 @@
 /// bucket copy alone: a tracker's own key list is written under its array's lock (a tracker can
 /// gain keys while registered), which the directory does not hold — reading it here raced with
 /// `add(keyIDs:)` replacing the list (a use-after-free seen in release stress runs).
-internal final class _ElementTrackers: @unchecked Sendable {
-    static let shared = _ElementTrackers()
+internal final class _ElementTrackerDirectory: @unchecked Sendable {
+    static let shared = _ElementTrackerDirectory()
 
     private struct Entry {
         let keyID: UInt32
