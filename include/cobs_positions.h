@@ -5,8 +5,10 @@
 ** element's property change is reported with its index without scanning the array, and keeps
 ** answering it cheaply while the array is mutated (inserting at index 0 touches nothing).
 **
-** The array stores its elements in a RING owned by the caller: `ring` is an array of
-** `mask + 1` (a power of two) words, slot `s` holds the address of the element there, and the
+** The array stores its elements in a RING owned by the caller: `ring` points to `mask + 1` (a
+** power of two) pointer-sized words, slot `s` holds the address of the element there (the
+** caller's object references, read as `uintptr_t` through memcpy, never through a typed lvalue,
+** so the ring may be typed any way on the caller's side), and the
 ** element at logical index i sits in slot (head + i) & mask. The index maps an element address
 ** to the SLOTS holding it (several when the element appears several times). It stores only a
 ** 32-bit slot and a 7-bit fingerprint per distinct element (5 bytes per bucket, at most 7/8
@@ -69,13 +71,13 @@ void cobs_positions_destroy(cobs_positions *_Nullable pos);
 /// thousandth copy of an element; may grow (reads `ring` to rehash). Errors: COBS_INVALID_ARGUMENT
 /// (NULL, element 0, slot > mask, mask + 1 not a power of two or above 2^31, the pair already
 /// recorded), COBS_NO_MEMORY.
-cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot);
 
 /// Forgets that `element` occupies `slot`: O(1) expected, whatever the element's number of
 /// copies. Backward-shift deletion (reads `ring` to find the home of entries it shifts).
 /// Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.
-cobs_status cobs_positions_remove(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+cobs_status cobs_positions_remove(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot);
 
 /// Records that `element` moved from slot `from` to slot `to` (one entry rewritten in place;
@@ -101,7 +103,7 @@ cobs_status cobs_positions_shift(cobs_positions *_Nullable pos, uint32_t mask, u
 /// Writes up to `capacity` slots holding `element` to `slots_out` (in no particular order) and
 /// their number to `*count`. O(1) expected plus one step per copy. Errors: COBS_BUFFER_TOO_SMALL (first `capacity`
 /// written, `*count` is the full number), COBS_INVALID_ARGUMENT.
-cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const void *_Nullable ring,
                                   uint32_t mask, uintptr_t element, uint32_t *_Nullable slots_out,
                                   size_t capacity, size_t *_Nullable count);
 
@@ -110,7 +112,7 @@ cobs_status cobs_positions_lookup(const cobs_positions *_Nullable pos, const uin
 /// O(count). Errors: COBS_INVALID_ARGUMENT (index unchanged), COBS_NO_MEMORY (the table could not
 /// be allocated: index unchanged; or a duplicate record could not: the index is left empty, so
 /// the caller must rebuild again before relying on it).
-cobs_status cobs_positions_rebuild(cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring, uint32_t mask,
+cobs_status cobs_positions_rebuild(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
                                    uint32_t head, size_t count);
 
 /// Removes every entry (keeps the allocation). NULL is a no-op.
@@ -125,11 +127,11 @@ size_t cobs_positions_bytes(const cobs_positions *_Nullable pos);
 
 /// Verifies the index against the ring: counts, reachability from home buckets, fingerprints,
 /// and that every entry's slot holds its element. O(capacity). COBS_OK or COBS_CORRUPT.
-cobs_status cobs_positions_check_invariants(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+cobs_status cobs_positions_check_invariants(const cobs_positions *_Nullable pos, const void *_Nullable ring,
                                             uint32_t mask);
 
 /// Longest home-to-bucket distance of any entry (probe-length bound, for tests). NULL gives 0.
-size_t cobs_positions_max_displacement(const cobs_positions *_Nullable pos, const uintptr_t *_Nullable ring,
+size_t cobs_positions_max_displacement(const cobs_positions *_Nullable pos, const void *_Nullable ring,
                                        uint32_t mask);
 
 #ifdef __clang__

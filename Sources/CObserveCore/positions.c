@@ -319,9 +319,18 @@ static inline dup_record *record_of(const struct cobs_positions *pos, uint32_t f
 }
 
 /* The element bucket `i` (full) stands for: its record's, or the ring's at its slot. */
-static inline uintptr_t bucket_element(const struct cobs_positions *pos, const uintptr_t *ring, size_t i) {
+/* The element address in ring slot `slot`. The ring is the caller's storage of object
+ * references: it is read through memcpy, not through a uintptr_t lvalue, so that how the caller
+ * typed that memory does not matter to C's aliasing rules. Compiles to one load. */
+static inline uintptr_t ring_at(const void *ring, size_t slot) {
+    uintptr_t element;
+    memcpy(&element, (const unsigned char *)ring + slot * sizeof element, sizeof element);
+    return element;
+}
+
+static inline uintptr_t bucket_element(const struct cobs_positions *pos, const void *ring, size_t i) {
     const uint32_t field = pos->slots[i];
-    return is_record(field) ? record_of(pos, field)->element : ring[forward(pos, field)];
+    return is_record(field) ? record_of(pos, field)->element : ring_at(ring, forward(pos, field));
 }
 
 /* Whether `record` holds stored slot `slot`, and where. */
@@ -478,7 +487,7 @@ static void record_free(struct cobs_positions *pos, uint32_t index) {
     pos->free_record = index;
 }
 
-static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, size_t capacity);
+static cobs_status resize(struct cobs_positions *pos, const void *ring, size_t capacity);
 
 /* Frees every record (the index is being cleared or destroyed). */
 static void records_clear(struct cobs_positions *pos) {
@@ -496,7 +505,7 @@ static void records_clear(struct cobs_positions *pos) {
 /* Records (element, slot) — not yet recorded, ring[forward(slot)] == element — joining the
 ** element's bucket or record when it has one. Grows the table (reading the ring) when a new
 ** bucket is needed. COBS_NO_MEMORY leaves the index as it was. */
-static cobs_status add_pair(struct cobs_positions *pos, const uintptr_t *ring, uintptr_t element, uint32_t slot) {
+static cobs_status add_pair(struct cobs_positions *pos, const void *ring, uintptr_t element, uint32_t slot) {
     const uint64_t h = hash_of(pos, element);
     const uint8_t fp = fingerprint_of(h);
     for (size_t i = home_of(pos, h); !is_empty(pos->ctrl[i]); i = (i + 1) & pos->mask) {
@@ -509,7 +518,7 @@ static cobs_status add_pair(struct cobs_positions *pos, const uintptr_t *ring, u
             if (st == COBS_OK) pos->entries++;
             return st;
         }
-        if (ring[forward(pos, field)] != element) continue;
+        if (ring_at(ring, forward(pos, field)) != element) continue;
         uint32_t index;
         const cobs_status st = record_new(pos, element, field, slot, &index);
         if (st != COBS_OK) return st;
@@ -528,7 +537,7 @@ static cobs_status add_pair(struct cobs_positions *pos, const uintptr_t *ring, u
 }
 
 /* Empties bucket `hole` by backward shift; reads the ring to home the entries it examines. */
-static void erase_at(struct cobs_positions *pos, const uintptr_t *ring, size_t hole) {
+static void erase_at(struct cobs_positions *pos, const void *ring, size_t hole) {
     COBS_DCHECK(!is_empty(pos->ctrl[hole]));
     const size_t mask = pos->mask;
     size_t j = hole;
@@ -550,7 +559,7 @@ static void erase_at(struct cobs_positions *pos, const uintptr_t *ring, size_t h
 /* Rehashes into a table of `capacity` buckets, reading each entry's element from the ring.
 ** COBS_NO_MEMORY, or COBS_INVALID_ARGUMENT when an entry's fingerprint disagrees with its ring
 ** element (the ring invariant is broken); either way the index is unchanged. */
-static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, size_t capacity) {
+static cobs_status resize(struct cobs_positions *pos, const void *ring, size_t capacity) {
     COBS_DCHECK(pos->count <= max_load_of(capacity));
     uint8_t *block = pos->allocator.allocate(pos->allocator.user, capacity * POS_BUCKET_BYTES);
     if (block == NULL) return COBS_NO_MEMORY;
@@ -562,7 +571,7 @@ static cobs_status resize(struct cobs_positions *pos, const uintptr_t *ring, siz
         if (is_empty(c)) continue;
         const uint32_t field = old.slots[i];
         const uint64_t h = hash_of(pos, is_record(field) ? record_of(pos, field)->element
-                                                         : ring[forward(pos, field)]);
+                                                         : ring_at(ring, forward(pos, field)));
         if (fingerprint_of(h) != c) {
             free_block(pos);
             *pos = old;
@@ -646,10 +655,10 @@ void cobs_positions_destroy(cobs_positions *pos) {
 /* Entries                                                                                     */
 /* ------------------------------------------------------------------------------------------- */
 
-cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+cobs_status cobs_positions_insert(cobs_positions *pos, const void *ring, uint32_t mask,
                                   uintptr_t element, uint32_t current) {
     if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || current > mask ||
-        !ring_covers(pos, mask) || !log_accepts(pos, mask) || ring[current] != element) {
+        !ring_covers(pos, mask) || !log_accepts(pos, mask) || ring_at(ring, current) != element) {
         return COBS_INVALID_ARGUMENT;
     }
     const uint32_t slot = to_stored(pos, current);
@@ -662,7 +671,7 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const uintptr_t *ring, ui
     return COBS_OK;
 }
 
-cobs_status cobs_positions_remove(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+cobs_status cobs_positions_remove(cobs_positions *pos, const void *ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot) {
     if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
         !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
@@ -729,7 +738,7 @@ cobs_status cobs_positions_shift(cobs_positions *pos, uint32_t mask, uint32_t fi
     return COBS_OK;
 }
 
-cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+cobs_status cobs_positions_lookup(const cobs_positions *pos, const void *ring, uint32_t mask,
                                   uintptr_t element, uint32_t *slots_out, size_t capacity,
                                   size_t *count) {
     if (pos == NULL || ring == NULL || count == NULL || element == 0 ||
@@ -754,7 +763,7 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ri
             break;
         }
         const uint32_t slot = forward(pos, field);
-        if (ring[slot] != element) continue;
+        if (ring_at(ring, slot) != element) continue;
         if (capacity > 0) slots_out[0] = slot;
         n = 1;
         break;
@@ -763,14 +772,14 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const uintptr_t *ri
     return n > capacity ? COBS_BUFFER_TOO_SMALL : COBS_OK;
 }
 
-cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, uint32_t mask,
+cobs_status cobs_positions_rebuild(cobs_positions *pos, const void *ring, uint32_t mask,
                                    uint32_t head, size_t count) {
     if (pos == NULL || ring == NULL || !mask_is_valid(mask) || head > mask ||
         (uint64_t)count > (uint64_t)mask + 1) {
         return COBS_INVALID_ARGUMENT;
     }
     for (size_t i = 0; i < count; i++) {
-        if (ring[(head + i) & mask] == 0) return COBS_INVALID_ARGUMENT;
+        if (ring_at(ring, (head + i) & mask) == 0) return COBS_INVALID_ARGUMENT;
     }
     const size_t needed = capacity_for(count);
     COBS_CHECK(needed != 0, "positions: no capacity for a ring-sized count");
@@ -792,7 +801,7 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const uintptr_t *ring, u
     pos->slot_bound = 0;
     for (size_t i = 0; i < count; i++) {
         const uint32_t slot = (uint32_t)((head + i) & mask);
-        if (add_pair(pos, ring, ring[slot], slot) != COBS_OK) {
+        if (add_pair(pos, ring, ring_at(ring, slot), slot) != COBS_OK) {
             /* Out of memory for a duplicate record: an empty index is consistent (and stale). */
             cobs_positions_clear(pos);
             return COBS_NO_MEMORY;
@@ -847,7 +856,7 @@ static COBS_PRINTF_FORMAT(3, 4) void report(const struct cobs_positions *pos, si
     fputc('\n', stderr);
 }
 
-cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uintptr_t *ring,
+cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const void *ring,
                                             uint32_t mask) {
     if (pos == NULL || ring == NULL || !mask_is_valid(mask)) return COBS_INVALID_ARGUMENT;
     size_t problems = 0;
@@ -886,9 +895,9 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
                 }                                                                                  \
                 seen[(slot) / 64] |= UINT64_C(1) << ((slot) % 64);                                 \
             }                                                                                      \
-            if (ring[forward(pos, slot)] != (element)) {                                           \
+            if (ring_at(ring, forward(pos, slot)) != (element)) {                                           \
                 report(pos, &problems, "%s: ring slot %" PRIu32 " holds %#" PRIxPTR ", not %#" PRIxPTR, \
-                       where, forward(pos, slot), ring[forward(pos, slot)], (uintptr_t)(element));  \
+                       where, forward(pos, slot), ring_at(ring, forward(pos, slot)), (uintptr_t)(element));  \
             }                                                                                      \
         }                                                                                          \
     } while (0)
@@ -932,7 +941,7 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
                 report(pos, &problems, "%s: slot %" PRIu32 " beyond the recorded bound", where, field);
                 continue;
             }
-            element = ring[forward(pos, field)];
+            element = ring_at(ring, forward(pos, field));
             if (element == 0) {
                 report(pos, &problems, "%s: ring slot %" PRIu32 " holds no element", where, forward(pos, field));
                 continue;
@@ -984,7 +993,7 @@ cobs_status cobs_positions_check_invariants(const cobs_positions *pos, const uin
     return problems == 0 ? COBS_OK : COBS_CORRUPT;
 }
 
-size_t cobs_positions_max_displacement(const cobs_positions *pos, const uintptr_t *ring, uint32_t mask) {
+size_t cobs_positions_max_displacement(const cobs_positions *pos, const void *ring, uint32_t mask) {
     if (pos == NULL || ring == NULL || !mask_is_valid(mask) || !ring_covers(pos, mask)) return 0;
     size_t longest = 0;
     for (size_t b = 0; b < pos->capacity; b++) {

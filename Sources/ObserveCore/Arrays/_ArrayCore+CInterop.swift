@@ -204,19 +204,19 @@ internal final class _CPositionIndex: _PositionIndexing {
         _scratch.deallocate()
     }
 
-    func insert(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32) {
-        _CArrayStatus.check(cobs_positions_insert(_pos, ring, mask, element, slot), "cobs_positions_insert")
+    func insert(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32) {
+        _CArrayStatus.check(cobs_positions_insert(_pos, ring.raw, mask, element, slot), "cobs_positions_insert")
     }
 
-    func remove(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32) {
-        _CArrayStatus.check(cobs_positions_remove(_pos, ring, mask, element, slot), "cobs_positions_remove")
+    func remove(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32) {
+        _CArrayStatus.check(cobs_positions_remove(_pos, ring.raw, mask, element, slot), "cobs_positions_remove")
     }
 
     func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32) {
         _CArrayStatus.check(cobs_positions_move(_pos, mask, element, from, to), "cobs_positions_move")
     }
 
-    func shift(ring: UnsafePointer<UInt>, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
+    func shift(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
         let status = cobs_positions_shift(_pos, mask, first, UInt32(_CArrayStatus.u64(count, "cobs_positions_shift")),
                                           Int64(delta))
         if status == COBS_BUFFER_TOO_SMALL { return false }
@@ -224,21 +224,21 @@ internal final class _CPositionIndex: _PositionIndexing {
         return true
     }
 
-    func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
+    func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
         slots.removeAll(keepingCapacity: true)
         var n = 0
-        var status = cobs_positions_lookup(_pos, ring, mask, element, _scratch, _scratchCapacity, &n)
+        var status = cobs_positions_lookup(_pos, ring.raw, mask, element, _scratch, _scratchCapacity, &n)
         if status == COBS_BUFFER_TOO_SMALL {
             _growScratch(to: n)
-            status = cobs_positions_lookup(_pos, ring, mask, element, _scratch, _scratchCapacity, &n)
+            status = cobs_positions_lookup(_pos, ring.raw, mask, element, _scratch, _scratchCapacity, &n)
         }
         _CArrayStatus.check(status, "cobs_positions_lookup")
         for i in 0..<n { slots.append(_scratch[i]) }
     }
 
-    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32? {
+    func singleSlot(ring: _RingAddresses, mask: UInt32, element: UInt) -> UInt32? {
         var slot: UInt32 = 0, n = 0
-        let status = cobs_positions_lookup(_pos, ring, mask, element, &slot, 1, &n)
+        let status = cobs_positions_lookup(_pos, ring.raw, mask, element, &slot, 1, &n)
         if status == COBS_BUFFER_TOO_SMALL { return nil }
         _CArrayStatus.check(status, "cobs_positions_lookup")
         return n == 1 ? slot : nil
@@ -251,9 +251,9 @@ internal final class _CPositionIndex: _PositionIndexing {
         _scratch = .allocate(capacity: _scratchCapacity)
     }
 
-    func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count: Int) {
+    func rebuild(ring: _RingAddresses, mask: UInt32, head: UInt32, count: Int) {
         _CArrayStatus.check(
-            cobs_positions_rebuild(_pos, ring, mask, head, Int(_CArrayStatus.u64(count, "cobs_positions_rebuild"))),
+            cobs_positions_rebuild(_pos, ring.raw, mask, head, Int(_CArrayStatus.u64(count, "cobs_positions_rebuild"))),
             "cobs_positions_rebuild")
     }
 
@@ -264,12 +264,12 @@ internal final class _CPositionIndex: _PositionIndexing {
     var bytes: Int { cobs_positions_bytes(_pos) }
 
     /// Longest probe from an entry's home bucket (for tests and the benchmark).
-    func maxDisplacement(ring: UnsafePointer<UInt>, mask: UInt32) -> Int {
-        cobs_positions_max_displacement(_pos, ring, mask)
+    func maxDisplacement(ring: _RingAddresses, mask: UInt32) -> Int {
+        cobs_positions_max_displacement(_pos, ring.raw, mask)
     }
 
-    func checkInvariants(ring: UnsafePointer<UInt>, mask: UInt32) {
-        let status = cobs_positions_check_invariants(_pos, ring, mask)
+    func checkInvariants(ring: _RingAddresses, mask: UInt32) {
+        let status = cobs_positions_check_invariants(_pos, ring.raw, mask)
         if status != COBS_OK {
             fatalError("ObserveCore: C position index invariants broken "
                 + "(\(String(cString: cobs_status_name(status))); details on stderr)")

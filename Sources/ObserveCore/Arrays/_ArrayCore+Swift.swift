@@ -446,7 +446,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         if _more[element]!.isEmpty { _more[element] = nil }
     }
 
-    func insert(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32) {
+    func insert(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32) {
         if element == 0 || !Self._maskIsValid(mask) || slot > mask || ring[Int(slot)] != element {
             Self._fail("insert: invalid arguments (element \(element), slot \(slot), mask \(mask))")
         }
@@ -461,7 +461,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         count += 1
     }
 
-    func remove(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32) {
+    func remove(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32) {
         if element == 0 || !Self._maskIsValid(mask) || slot > mask {
             Self._fail("remove: invalid arguments (element \(element), slot \(slot), mask \(mask))")
         }
@@ -499,7 +499,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         }
     }
 
-    func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
+    func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
         slots.removeAll(keepingCapacity: true)
         guard let first = _first[element] else { return }
         slots.append(first)
@@ -509,7 +509,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
     /// The twin rewrites each moved element's entry (it has no shift log: it is the reference
     /// the C index's log is checked against). Back to front for a move toward higher slots, front
     /// to back otherwise, so that no entry is rewritten onto a slot another still holds.
-    func shift(ring: UnsafePointer<UInt>, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
+    func shift(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool {
         if !Self._maskIsValid(mask) || first > mask || count < 0 || count + abs(delta) > Int(mask) + 1 {
             Self._fail("shift: invalid arguments (first \(first), count \(count), delta \(delta), mask \(mask))")
         }
@@ -522,11 +522,11 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         return true
     }
 
-    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32? {
+    func singleSlot(ring: _RingAddresses, mask: UInt32, element: UInt) -> UInt32? {
         _more[element] == nil ? _first[element] : nil
     }
 
-    func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count n: Int) {
+    func rebuild(ring: _RingAddresses, mask: UInt32, head: UInt32, count n: Int) {
         if !Self._maskIsValid(mask) || head > mask || n < 0 || UInt64(n) > UInt64(mask) + 1 {
             Self._fail("rebuild: invalid arguments (mask \(mask), head \(head), count \(n))")
         }
@@ -566,7 +566,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         return total
     }
 
-    func checkInvariants(ring: UnsafePointer<UInt>, mask: UInt32) {
+    func checkInvariants(ring: _RingAddresses, mask: UInt32) {
         _require(Self._maskIsValid(mask), "ObserveCore: position index checked with invalid mask \(mask)")
         var seen = Set<UInt32>()
         var total = 0

@@ -54,25 +54,25 @@ internal protocol _BatchComposing: AnyObject {
 /// Element address -> slots of the array's ring (see `cobs_positions.h`, including the ring
 /// invariant every call relies on).
 internal protocol _PositionIndexing: AnyObject {
-    func insert(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32)
-    func remove(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, slot: UInt32)
+    func insert(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32)
+    func remove(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32)
     func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32)
     /// The `count` elements that were in slots `first`, `first + 1`, … (mod `mask + 1`) are now
     /// `delta` slots further in `ring` (already moved). False when the index could not record it
     /// (the C index's shift log is full): it no longer matches the ring and must be rebuilt
     /// before its next use (see `cobs_positions_shift`).
-    func shift(ring: UnsafePointer<UInt>, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool
+    func shift(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool
     /// Replaces the contents of `slots` with the slots holding `element` (unordered).
-    func lookup(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt, into slots: inout [UInt32])
+    func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32])
     /// The slot of `element` when it is in the ring exactly once; nil when it is absent or
     /// present several times (then use `lookup`). Allocates nothing.
-    func singleSlot(ring: UnsafePointer<UInt>, mask: UInt32, element: UInt) -> UInt32?
-    func rebuild(ring: UnsafePointer<UInt>, mask: UInt32, head: UInt32, count: Int)
+    func singleSlot(ring: _RingAddresses, mask: UInt32, element: UInt) -> UInt32?
+    func rebuild(ring: _RingAddresses, mask: UInt32, head: UInt32, count: Int)
     func clear()
     var count: Int { get }
     /// Heap bytes held by the index (for the benchmark's memory figures).
     var bytes: Int { get }
     /// Traps with a description when an invariant is broken (for tests).
-    func checkInvariants(ring: UnsafePointer<UInt>, mask: UInt32)
+    func checkInvariants(ring: _RingAddresses, mask: UInt32)
 }
 

@@ -169,9 +169,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     }
 
     /// The element addresses of the slots, for the position index (class elements only).
-    @inline(__always) var addresses: UnsafePointer<UInt> {
-        UnsafeRawPointer(base).assumingMemoryBound(to: UInt.self)
-    }
+    @inline(__always) var addresses: _RingAddresses { _RingAddresses(raw: UnsafeRawPointer(base)) }
 
     /// The elements in logical order.
     func elements() -> ContiguousArray<Element> {
@@ -200,5 +198,20 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
             i += 1
         }
         count = n
+    }
+}
+
+/// A ring's slots read as element addresses, for the position index (class elements only).
+///
+/// The slots' memory is bound to the element type, so Swift must not read it through an
+/// `UnsafePointer<UInt>` (type-based aliasing: a typed access to memory bound to another type is
+/// undefined behaviour); these are raw loads of a trivial type, which the memory model allows,
+/// and the C index receives the raw pointer (`const void *`) and reads it through `memcpy`.
+internal struct _RingAddresses {
+    let raw: UnsafeRawPointer
+
+    /// The address of the element in `slot`.
+    @inline(__always) subscript(slot: Int) -> UInt {
+        raw.load(fromByteOffset: slot &* MemoryLayout<UInt>.stride, as: UInt.self)
     }
 }

@@ -140,6 +140,7 @@ final class ArrayCoreTwinTests: XCTestCase {
         var rng = SplitMix64(seed: 0x9051_7105)
         let mask: UInt32 = 255
         let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
+        let addresses = _RingAddresses(raw: UnsafeRawPointer(ring))   // what the indexes read
         ring.initialize(repeating: 0, count: Int(mask) + 1)
         defer { ring.deallocate() }
         let indexes: [any _PositionIndexing] = [
@@ -160,7 +161,7 @@ final class ArrayCoreTwinTests: XCTestCase {
                 ring[Int(slot)] = e
                 occupied[slot] = e
             }
-            for index in indexes { index.rebuild(ring: ring, mask: mask, head: head, count: elements.count) }
+            for index in indexes { index.rebuild(ring: addresses, mask: mask, head: head, count: elements.count) }
         }
         for step in 0..<20_000 {
             switch Int.random(in: 0..<10, using: &rng) {
@@ -169,11 +170,11 @@ final class ArrayCoreTwinTests: XCTestCase {
                 guard occupied[slot] == nil else { break }
                 let e = element(Int.random(in: 0..<40, using: &rng))
                 ring[Int(slot)] = e
-                for index in indexes { index.insert(ring: ring, mask: mask, element: e, slot: slot) }
+                for index in indexes { index.insert(ring: addresses, mask: mask, element: e, slot: slot) }
                 occupied[slot] = e
             case 4..<6:
                 guard let pick = occupied.randomElement(using: &rng) else { break }
-                for index in indexes { index.remove(ring: ring, mask: mask, element: pick.value, slot: pick.key) }
+                for index in indexes { index.remove(ring: addresses, mask: mask, element: pick.value, slot: pick.key) }
                 ring[Int(pick.key)] = 0
                 occupied[pick.key] = nil
             case 6..<8:
@@ -205,24 +206,24 @@ final class ArrayCoreTwinTests: XCTestCase {
                     occupied[target] = element
                     ring[Int(target)] = element ?? 0
                 }
-                let recorded = indexes.map { $0.shift(ring: ring, mask: mask, first: first, count: count, delta: delta) }
+                let recorded = indexes.map { $0.shift(ring: addresses, mask: mask, first: first, count: count, delta: delta) }
                 XCTAssertTrue(recorded[1], "the Swift twin records every shift")
                 if !recorded[0] { compactAndRebuild() }
             default:
                 let e = element(Int.random(in: 0..<40, using: &rng))
-                indexes[0].lookup(ring: ring, mask: mask, element: e, into: &cSlots)
-                indexes[1].lookup(ring: ring, mask: mask, element: e, into: &swiftSlots)
+                indexes[0].lookup(ring: addresses, mask: mask, element: e, into: &cSlots)
+                indexes[1].lookup(ring: addresses, mask: mask, element: e, into: &swiftSlots)
                 let expected = occupied.filter { $0.value == e }.map(\.key).sorted()
                 XCTAssertEqual(cSlots.sorted(), expected, "C, step \(step)")
                 XCTAssertEqual(swiftSlots.sorted(), expected, "Swift, step \(step)")
             }
             XCTAssertEqual(indexes[0].count, occupied.count)
             XCTAssertEqual(indexes[1].count, occupied.count)
-            if step % 1000 == 0 { for index in indexes { index.checkInvariants(ring: ring, mask: mask) } }
+            if step % 1000 == 0 { for index in indexes { index.checkInvariants(ring: addresses, mask: mask) } }
             if testRun?.failureCount ?? 0 > 5 { return }
         }
         for index in indexes {
-            index.checkInvariants(ring: ring, mask: mask)
+            index.checkInvariants(ring: addresses, mask: mask)
             XCTAssertGreaterThan(index.bytes, 0)
             index.clear()
             XCTAssertEqual(index.count, 0)
@@ -232,17 +233,18 @@ final class ArrayCoreTwinTests: XCTestCase {
     func testCPositionIndexLookupGrowsItsBufferForManyDuplicates() {
         let mask: UInt32 = 1023
         let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
+        let addresses = _RingAddresses(raw: UnsafeRawPointer(ring))   // what the indexes read
         defer { ring.deallocate() }
         let index = _CPositionIndex(capacityHint: 0)
         for slot in 0..<300 {
             ring[slot] = 0xABC0
-            index.insert(ring: ring, mask: mask, element: 0xABC0, slot: UInt32(slot))
+            index.insert(ring: addresses, mask: mask, element: 0xABC0, slot: UInt32(slot))
         }
         var slots: [UInt32] = []
-        index.lookup(ring: ring, mask: mask, element: 0xABC0, into: &slots)
+        index.lookup(ring: addresses, mask: mask, element: 0xABC0, into: &slots)
         XCTAssertEqual(slots.sorted(), (0..<300).map(UInt32.init))
-        index.lookup(ring: ring, mask: mask, element: 0xDEF0, into: &slots)
+        index.lookup(ring: addresses, mask: mask, element: 0xDEF0, into: &slots)
         XCTAssertEqual(slots, [])
-        XCTAssertEqual(index.maxDisplacement(ring: ring, mask: mask), 0, "300 copies share one bucket: no cluster")
+        XCTAssertEqual(index.maxDisplacement(ring: addresses, mask: mask), 0, "300 copies share one bucket: no cluster")
     }
 }
