@@ -125,6 +125,20 @@ struct IsolatedObservationTests {
         #expect(heard.isEmpty)
     }
 
+    @Test("a main-actor observation silenced by its writer hears only the changes made outside the scope")
+    @MainActor
+    func silencedWriterOnTheMainActor() async {
+        let thermometer = Thermometer()
+        var heard: [Int] = []
+        let token = thermometer.observe(\.celsius, on: MainActor.shared) { change in heard.append(change.newValue!) }
+        withoutNotifying(token) { thermometer.celsius = 1 }      // the view's own edit: never posted
+        thermometer.celsius = 2
+        #expect(await eventually { heard == [2] })
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(heard == [2])
+        token.cancel()
+    }
+
     @Test("a handler that cancels its observation on its actor is not called again, pending changes included")
     func cancelOnTheActor() async {
         let observer = SelfObserver()

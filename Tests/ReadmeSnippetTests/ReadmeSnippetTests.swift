@@ -119,4 +119,17 @@ struct ReadmeSnippetTests {
         person.name = "Grace"
         #expect(logged.isEmpty, "posting stopped")
     }
+
+    @Test("11: a silenced writer does not hear its own change back; later changes reach it")
+    func silentWriter() {
+        let person = Snippet11.Person(), field = Snippet11.Field()
+        field.text = "typed"
+        var others: [String] = []
+        let other = person.observe(\.name) { _, change in others.append(change.newValue!) }
+        let token = Snippet11.run(person: person, field: field)
+        #expect(field.text == "Ada", "the field heard only the change made outside the scope")
+        #expect(others == ["typed", "Ada"], "other observers heard both")
+        token.cancel()
+        other.cancel()
+    }
 }

@@ -303,3 +303,21 @@ enum Snippet10 {
         // end README snippet 10
     }
 }
+
+// MARK: - 11. Silent writers
+
+enum Snippet11 {
+    @KeyValueObservable final class Person { var name = "" }
+    final class Field { var text = "" }
+
+    static func run(person: Person, field: Field) -> ObservationToken {
+        // README snippet 11
+        let token = person.observe(\.name) { _, change in field.text = change.newValue! }
+        withoutNotifying(token) {
+            person.name = field.text          // the field's own edit: `token` is not told
+        }
+        person.name = "Ada"                   // told as usual
+        // end README snippet 11
+        return token
+    }
+}

@@ -92,8 +92,14 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         }
         // The token's closures capture non-generic closures only, so nothing of `Owner`'s type.
         let controls = _UncheckedSendable((cancel: { observation.cancel() }, isCancelled: { observation.isCancelled }))
-        return ObservationToken(cancel: { controls.value.cancel() }, isCancelled: { controls.value.isCancelled() })
+        return ObservationToken(cancel: { controls.value.cancel() }, isCancelled: { controls.value.isCancelled() },
+                                silenceKeys: [observation._silenceKey])
     }
+
+    /// What `withoutNotifying` names this observation by: its array registrations carry it (the
+    /// registration changes with the owner's array), and so do the array replacements it reports.
+    /// The owner-property registration does not: it must re-attach even in a silenced scope.
+    var _silenceKey: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     /// Lock held.
     private func _attach(to array: ObservableArray<Element>, owner: Owner) {
@@ -103,6 +109,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             delivery: _delivery, elementKeyPaths: _elementKeyPaths,
             startTracking: _startTracking.map { start in { keys in start(array, keys) } }
         ) { _, owner, change in handler(Self._owner(owner), change) }
+        _arrayRegistration?._silenceOwner.store(_silenceKey, ordering: .relaxed)
     }
 
     /// The registration's observer as the owner it is (it is registered with nothing else).
@@ -124,6 +131,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
     }
 
     private func _deliver(_ owner: Owner, _ change: ArrayChange<Element>) {
+        if _ThreadSilence.silences(_silenceKey) { return }
         switch _delivery {
         case .inline:
             _handler(owner, change)

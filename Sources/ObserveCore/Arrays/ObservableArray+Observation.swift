@@ -63,7 +63,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
     }
 
     func deliver(_ array: ObservableArray<Element>, _ change: ArrayChange<Element>) {
-        if isCancelled { return }
+        if isSilencedOrCancelled { return }
         var observer: AnyObject? = nil
         if hasObserver {
             guard let alive = _observer else { _removeDeadObserverRegistration(); return }

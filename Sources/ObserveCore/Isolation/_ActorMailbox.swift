@@ -59,7 +59,7 @@ internal final class _ActorMailbox<A: Actor, Change: Sendable>: @unchecked Senda
         ObservationToken(cancel: {
             self.close()
             registration.cancel()
-        }, isCancelled: { self.isClosed || registration.isCancelled })
+        }, isCancelled: { self.isClosed || registration.isCancelled }, silenceKeys: registration._silenceKeys)
     }
 
     private func _withState<R>(_ body: (inout State) -> R) -> R {

@@ -17,6 +17,8 @@ public final class ObservationToken: @unchecked Sendable {
     /// For composite observations (an owner's array property): cancels the whole composite.
     private let _cancelComposite: (@Sendable () -> Void)?
     private let _isCompositeCancelled: (@Sendable () -> Bool)?
+    /// A composite observation's names for `withoutNotifying` (its registrations' silence key).
+    private let _compositeSilenceKeys: [UInt]
 
     @usableFromInline
     internal init(_ registration: _AnyRegistration?) {
@@ -24,6 +26,7 @@ public final class ObservationToken: @unchecked Sendable {
         _several = []
         _cancelComposite = nil
         _isCompositeCancelled = nil
+        _compositeSilenceKeys = []
     }
 
     @usableFromInline
@@ -32,13 +35,16 @@ public final class ObservationToken: @unchecked Sendable {
         _several = registrations
         _cancelComposite = nil
         _isCompositeCancelled = nil
+        _compositeSilenceKeys = []
     }
 
-    internal init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool) {
+    internal init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool,
+                  silenceKeys: [UInt]) {
         _single = nil
         _several = []
         _cancelComposite = cancel
         _isCompositeCancelled = isCancelled
+        _compositeSilenceKeys = silenceKeys
     }
 
     deinit { cancel() }
@@ -53,6 +59,11 @@ public final class ObservationToken: @unchecked Sendable {
     }
 
     /// Whether the observation has stopped (cancelled, removed, or its object died).
+    /// What `withoutNotifying` silences for this token: its registrations' silence keys.
+    internal var _silenceKeys: [UInt] {
+        (_single.map { [$0.silenceKey] } ?? []) + _several.map(\.silenceKey) + _compositeSilenceKeys
+    }
+
     public var isCancelled: Bool {
         if let _isCompositeCancelled { return _isCompositeCancelled() }
         return (_single?.isCancelled ?? true) && _several.allSatisfy { $0.isCancelled }

@@ -24,6 +24,10 @@ internal class _AnyRegistration: @unchecked Sendable {
     @usableFromInline weak var _observer: AnyObject?
     @usableFromInline let _queue: DispatchQueue?
     @usableFromInline let _cancelled = Atomic<Bool>(false)
+    /// The name `withoutNotifying` silences this registration by: 0 for the registration's own
+    /// address, or the address of the composite observation it belongs to (set once, right after
+    /// creation, by that observation).
+    @usableFromInline let _silenceOwner = Atomic<UInt>(0)
     /// The shard slot of this registration's group; meaningful while not cancelled, and read
     /// and written only under the shard's lock.
     @exclusivity(unchecked) var _slot: UInt32 = 0
@@ -70,6 +74,21 @@ internal class _AnyRegistration: @unchecked Sendable {
     @inlinable
     final var isCancelled: Bool { _cancelled.load(ordering: .acquiring) }
 
+    /// The key `withoutNotifying` names this registration's observation by.
+    @inlinable
+    final var silenceKey: UInt {
+        let owner = _silenceOwner.load(ordering: .relaxed)
+        return owner != 0 ? owner : UInt(bitPattern: ObjectIdentifier(self))
+    }
+
+    /// Whether a change announced now, on this thread, must not reach this registration: it was
+    /// cancelled, or a `withoutNotifying` scope of this thread names its observation.
+    @inlinable
+    final var isSilencedOrCancelled: Bool {
+        isCancelled || (_slowPath(registry.silenceScopes.load(ordering: .relaxed) != 0)
+                        && _ThreadSilence.isSilenced(silenceKey))
+    }
+
     /// Called once after the registration was removed, with no lock held. Array registrations
     /// use it to stop element tracking when the last element-key registration of an array goes.
     func _didRemove() {}
@@ -91,7 +110,7 @@ internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, 
     /// its observer died (then the registration is removed). Never messages a dead observer.
     @inlinable
     final func _deliver(_ object: Root, _ change: ObservedChange<Value>) {
-        if isCancelled { return }
+        if isSilencedOrCancelled { return }
         if _queue != nil {
             _deliverAsync(object, change)
         } else if hasObserver {

@@ -19,6 +19,11 @@ public enum ObservationBackend: String, Sendable, CaseIterable {
 /// and handlers are always called with no registry lock held.
 @usableFromInline
 internal final class _Registry: @unchecked Sendable {
+    /// `withoutNotifying` scopes open on any thread (`_ThreadSilence`), counted in every registry
+    /// so that a delivery reads it through the registration's own `registry` reference: one
+    /// relaxed load, where a global would cost a `swift_once` call per delivery.
+    @usableFromInline let silenceScopes = Atomic<Int>(0)
+
     static let c = _Registry(backend: .c)
     static let swift = _Registry(backend: .swift)
 
