@@ -88,6 +88,10 @@ struct ObserveBench: ParsableCommand {
                                   set a source of a binding (plain, through
                                   filter + map, two sources reduced); the
                                   target is written
+              sets.10-plain, transaction.10-sets
+                                  10 sets of one observed key, without and
+                                  inside ObservationRuntime.transaction (one
+                                  delivery per op instead of 10)
               post                set a property the object posts (post mode)
                                   (capability rows: c and swift, compared with
                                   set.1 of the same impl)

@@ -132,4 +132,21 @@ struct ReadmeSnippetTests {
         token.cancel()
         other.cancel()
     }
+
+    @Test("12: a transaction tells each observer once: one property change, one batch per array")
+    func transaction() {
+        let order = Snippet12.Order(), existing = Snippet12.Item()
+        order.items.append(existing)
+        var quantities: [String] = [], kinds: [ArrayChange<Snippet12.Item>.Kind] = []
+        let quantity = order.observe(\.quantity, options: [.old, .new]) { _, change in
+            quantities.append("\(change.oldValue!) -> \(change.newValue!)")
+        }
+        let items = order.observeArray(\.items, elementKeyPaths: [\.price]) { _, change in kinds.append(change.kind) }
+        Snippet12.run(order: order, item: Snippet12.Item())
+        #expect(quantities == ["1 -> 4"])
+        #expect(kinds == [.batch])
+        #expect(order.items[0].price == 10)
+        quantity.cancel()
+        items.cancel()
+    }
 }

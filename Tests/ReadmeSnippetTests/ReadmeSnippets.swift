@@ -321,3 +321,24 @@ enum Snippet11 {
         return token
     }
 }
+
+// MARK: - 12. Transactions
+
+enum Snippet12 {
+    @KeyValueObservable final class Item { var price = 0 }
+    @KeyValueObservable final class Order {
+        var quantity = 1
+        var items = ObservableArray<Item>()
+    }
+
+    static func run(order: Order, item: Item) {
+        // README snippet 12
+        ObservationRuntime.transaction {
+            order.quantity = 3
+            order.quantity = 4                  // observers of quantity: one change, old → 4
+            order.items.append(item)            // observers of items: one .batch change
+            order.items[0].price = 10           //   …which lists this element as modified
+        }
+        // end README snippet 12
+    }
+}

@@ -173,6 +173,7 @@ extension ObservableArray {
     /// Runs `body` under the lock with unique storage; delivers what it returns afterwards.
     @inline(__always)
     internal func _mutate(_ body: () -> _PendingArrayNotification<Element>?) {
+        _joinTransaction()
         _lock.lock()
         _makeUnique()
         let pending = body()
@@ -186,6 +187,7 @@ extension ObservableArray {
     /// identity tells), otherwise the whole thing is retried on a fresh snapshot.
     internal func _mutate<Decision>(deciding decide: (_RingBuffer<Element>) throws -> Decision,
                                     apply: (Decision) -> _PendingArrayNotification<Element>?) rethrows {
+        _joinTransaction()
         while true {
             var snapshot: _RingBuffer<Element>? = _snapshot()
             let decision = try decide(snapshot!)
@@ -752,6 +754,14 @@ extension ObservableArray {
     /// told about, and a replica that applies the changes in order stays right.
     @discardableResult
     public func performBatchUpdates<R>(_ body: (ObservableArray<Element>) throws -> R) rethrows -> R {
+        _joinTransaction()
+        _beginBatch()
+        defer { _endBatch() }
+        return try body(self)
+    }
+
+    /// Opens a batch, or nests in the open one.
+    internal func _beginBatch() {
         _lock.withLock {
             if let batch = _batch {
                 batch.depth += 1
@@ -760,11 +770,20 @@ extension ObservableArray {
                                      oldCount: _storage.count)
             }
         }
-        defer { _endBatch() }
-        return try body(self)
     }
 
-    private func _endBatch() {
+    /// In a transaction of this thread (`ObservationRuntime.transaction`): keeps a batch open on
+    /// this array until the transaction ends, so that its mutations make one change. One relaxed
+    /// load when no transaction is open anywhere.
+    @inline(__always)
+    internal func _joinTransaction() {
+        if _slowPath(kvoRegistrar._registry.openTransactions.load(ordering: .relaxed) != 0) {
+            _Transaction.current?.enlist(self)
+        }
+    }
+
+    /// Closes a batch level; the outermost delivers the batch's one change.
+    internal func _endBatch() {
         _lock.lock()
         let batch = _batch!
         batch.depth -= 1

@@ -277,6 +277,7 @@ extension ObservableArray {
     /// Called by the tracker when a property of `element` changed.
     internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
                                     values: _ElementValueStore) {
+        _joinTransaction()
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
         // change is a temporary), so that `_recycle` finds it uniquely referenced when no handler
         // kept it. Borrowing, not a downcast temporary, spares a retain/release pair.

@@ -181,7 +181,12 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         // Inside the read section the cache, and so every registration in it, stays alive:
         // registrations are used unretained.
         let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
-        guard !range.isEmpty, _enterDelivery(keyID: key._id) else { return }
+        guard !range.isEmpty else { return }
+        if _slowPath(_registry.openTransactions.load(ordering: .relaxed) != 0),
+           _holdInTransaction(registrations, range, as: _PropertyRegistration<Root, Value>.self, object, oldValue, newValue) {
+            return
+        }
+        guard _enterDelivery(keyID: key._id) else { return }
         defer { _ThreadDepth.leave() }
         var equality: Bool? = nil
         for index in range {
@@ -208,9 +213,12 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
         guard !range.isEmpty, _enterDelivery(keyID: key._id) else { return }
         defer { _ThreadDepth.leave() }
+        let inTransaction = _registry.openTransactions.load(ordering: .relaxed) != 0
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
                 guard entry.options.contains(.prior) else { return }
+                // In a transaction, only before the first change the registration is held back for.
+                if _slowPath(inTransaction) && _transactionHolds(entry) { return }
                 let registration = unsafeDowncast(entry, to: _PropertyRegistration<Root, Value>.self)
                 registration._deliver(object, ObservedChange(
                     oldValue: registration.options.contains(.old) ? oldValue : nil,

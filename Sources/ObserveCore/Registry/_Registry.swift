@@ -23,6 +23,8 @@ internal final class _Registry: @unchecked Sendable {
     /// so that a delivery reads it through the registration's own `registry` reference: one
     /// relaxed load, where a global would cost a `swift_once` call per delivery.
     @usableFromInline let silenceScopes = Atomic<Int>(0)
+    /// Transactions open on any thread (`_Transaction`), counted the same way.
+    @usableFromInline let openTransactions = Atomic<Int>(0)
 
     static let c = _Registry(backend: .c)
     static let swift = _Registry(backend: .swift)

@@ -44,6 +44,7 @@ enum ScenarioCatalog {
         ChainLeafSetScenario.depths.map { ChainLeafSetScenario(depth: $0) } as [any Scenario]
             + [ChainRelinkScenario(), DependentSetScenario(), StreamEndToEndScenario()]
             + BindingScenario.Shape.allCases.map { BindingScenario(shape: $0) } + [PostScenario()]
+            + [TransactionSetsScenario(inTransaction: false), TransactionSetsScenario(inTransaction: true)]
     }
 
     /// The `register.same-key.*` rows, each at every size in `counts`, in table order.

@@ -1,0 +1,1 @@
+../../ObserveCoreTests/Observation/TransactionTests.swift
