@@ -88,6 +88,12 @@ let package = Package(
             ],
             path: "Sources/observe-bench"
         ),
+        // The replica process of the cross-process replication test.
+        .executableTarget(
+            name: "observe-replica",
+            dependencies: ["ObserveCore"],
+            path: "Sources/observe-replica"
+        ),
         .testTarget(
             name: "CObserveCoreTests",
             dependencies: ["CObserveCore", "SeededRandom"],
@@ -95,7 +101,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ObserveCoreTests",
-            dependencies: ["ObserveCore", "SeededRandom"],
+            dependencies: ["ObserveCore", "SeededRandom", "observe-replica"],
             path: "Tests/ObserveCoreTests"
         ),
         // A client written as a Swift 6 application would be: main-actor view models and actors

@@ -12,5 +12,6 @@
 #include "cobs_changes.h"
 #include "cobs_positions.h"
 #include "cobs_barrier.h"
+#include "cobs_wire.h"
 
 #endif /* COBS_COBSERVE_H */

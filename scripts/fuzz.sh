@@ -24,6 +24,7 @@ targets=(
     "registry fuzz/registry_fuzz.c"
     "changes fuzz/changes_fuzz.c"
     "positions fuzz/positions_fuzz.c"
+    "wire fuzz/wire_fuzz.c"
 )
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then

@@ -117,6 +117,11 @@ struct ObserveBench: ParsableCommand {
                                   appended element; one change, one run)
               array.batch-100     100 seeded random edits delivered as one
                                   coalesced change (ns per batch); vs diff
+              replication.batch-100
+                                  array.batch-100's change sent to a replica:
+                                  ArrayChangeRecord + bytes + decoding (c) vs
+                                  the whole array as bytes and back (plain);
+                                  bytes/item = bytes sent per change
               array.ops-scaling   one row per observed-array operation, c only:
                                   array.ops-scaling.insert-middle,
                                   .remove-middle, .move-adjacent, .move-far,

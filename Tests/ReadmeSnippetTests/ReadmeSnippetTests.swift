@@ -149,4 +149,19 @@ struct ReadmeSnippetTests {
         quantity.cancel()
         items.cancel()
     }
+
+    @Test("13: a replica fed the source's records ends equal to the source")
+    func replication() throws {
+        let jobs = ObservableArray((0..<4).map { _ in Snippet13.Job() })
+        let replica = ObservableArray(jobs.map { job in Snippet13.Job() })
+        var sent: [[UInt8]] = []
+        let token = Snippet13.source(jobs: jobs) { sent.append($0) }
+        jobs[2].status = "done"
+        jobs.append(Snippet13.Job())
+        jobs.swapAt(0, 4)
+        token.cancel()
+        for bytes in sent { try Snippet13.replica(replica, bytes: bytes) }
+        #expect(replica.map(\.status) == jobs.map(\.status))
+        #expect(sent.count == 3)
+    }
 }

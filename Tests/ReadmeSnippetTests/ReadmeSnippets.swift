@@ -1,3 +1,4 @@
+import Foundation
 import ObserveCoreMacros
 
 // Every ```swift block of README.md, verbatim, between "// README snippet N" and
@@ -341,4 +342,58 @@ enum Snippet12 {
         }
         // end README snippet 12
     }
+}
+
+// MARK: - 13. Replicating changes to another process (both sides in one function here)
+
+enum Snippet13 {
+    @KeyValueObservable final class Job: Codable {
+        var status = "queued"
+        init() {}
+        enum CodingKeys: String, CodingKey { case status }
+        required init(from decoder: any Decoder) throws {
+            status = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .status)
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status, forKey: .status)
+        }
+    }
+
+    static func source(jobs: ObservableArray<Job>, publish: @escaping ([UInt8]) -> Void) -> ObservationToken {
+        // README snippet 13
+        // The source process:
+        let token = jobs.observe(elementKeyPaths: [\.status]) { _, change in
+            let bytes = ArrayChangeRecord(change).encoded { try! JSONEncoder().encode($0) }
+            publish(bytes)                                      // a pipe, a file, a message broker
+        }
+        // end README snippet 13
+        return token
+    }
+
+    static func replica(_ replica: ObservableArray<Job>, bytes: [UInt8]) throws {
+        // README snippet 13
+        // The replica's process:
+        let record = try ArrayChangeRecord<Job>(decoding: bytes) { try JSONDecoder().decode([Job].self, from: Data($0)) }
+        try replica.apply(record)                               // observers of the replica get one .batch change
+        // end README snippet 13
+    }
+}
+
+// MARK: - 14. Forwarding the bytes with Redis's own client (compiled; needs a Redis server to run)
+
+enum Snippet14 {
+    // README snippet 14
+    func publish(_ bytes: [UInt8]) {
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        cli.arguments = ["-x", "XADD", "jobs:changes", "*", "change"]   // -x: the last argument is standard input
+        let input = Pipe()
+        cli.standardInput = input
+        guard (try? cli.run()) != nil else { return }
+        input.fileHandleForWriting.write(Data(bytes))
+        try? input.fileHandleForWriting.close()
+        cli.waitUntilExit()
+    }
+    // end README snippet 14
 }

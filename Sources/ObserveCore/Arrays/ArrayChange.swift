@@ -135,8 +135,11 @@ public struct ArrayChange<Element> {
 
     /// The runs of the change in canonical order: removals, insertions, moves, modifications,
     /// each ascending. Cheap: no element is touched.
-    public var runs: [Run] {
-        _runs.map { run in
+    public var runs: [Run] { Self._publicRuns(_runs) }
+
+    /// `runs` as the public type.
+    internal static func _publicRuns(_ runs: [_ArrayRun]) -> [Run] {
+        runs.map { run in
             let kind: RunKind
             switch run.op {
             case .remove: kind = .remove

@@ -243,7 +243,7 @@ internal final class _PendingChange<Root: AnyObject, Value>: _AnyPendingChange {
     override func deliver() {
         let options = registration.options
         if options.contains(.skipEqualValues), _valuesEqual(old, new) == true { return }
-        _ThreadDepth.enter()
+        _ = _ThreadDepth.enter()
         defer { _ThreadDepth.leave() }
         registration._deliver(object, ObservedChange(oldValue: options.contains(.old) ? old : nil,
                                                      newValue: options.contains(.new) ? new : nil))

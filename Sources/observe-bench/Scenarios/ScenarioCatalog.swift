@@ -13,6 +13,7 @@ enum ScenarioCatalog {
         "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
         "array.insert-front", "array.append-10k", "array.batch-100",
         "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
+        "replication.batch-100",
         ArrayOpsScalingScenario.family,
     ]
 
@@ -100,6 +101,7 @@ enum ScenarioCatalog {
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
         case "array.mixed": return elementCounts.map { ArrayMixedScenario(n: $0) }
+        case "replication.batch-100": return elementCounts.map { ReplicationScenario(n: $0) }
         case ArrayOpsScalingScenario.family:
             return ScalingOperation.allCases.flatMap { operation in
                 elementCounts.map { ArrayOpsScalingScenario(operation: operation, n: $0) }

@@ -123,7 +123,7 @@ struct SilencedWriterTests {
         let ada = Employee(backend, first: "Ada", last: "Byron", office: office)
         let log = Log<String>()
         let chain = ada.observe(\.office.building?.name, options: [.new]) { _, change in
-            log.append("building \(change.newValue.map { $0 ?? "nil" } ?? "nil")")
+            log.append("building \(change.newValue ?? "nil")")
         }
         let dependent = ada.observe(\.fullName, options: [.new]) { _, change in log.append("full \(change.newValue!)") }
         withoutNotifying(chain, dependent) {
