@@ -47,16 +47,19 @@ struct SetScenario: Scenario {
         var operations = 0
         // Observers are called once per set each; OpenCombine's sinks and Observation's trackings
         // also run once when they are set up (the subscription's current value, the first arm).
-        /// `counter` with `n` registrations made by `observe`: a batch sets it `count` times;
-        /// tear-down cancels every registration and checks that each observer was called once per
-        /// set (plus `setUpCalls`: OpenCombine's sinks and Observation's trackings also run once
-        /// when they are set up, for the subscription's current value or the first arm).
+        /// `counter` with `n` registrations made by `observe`: a batch runs `sets(count, base)`,
+        /// which sets it `count` times with values from `base` (a loop written per counter type,
+        /// so that each set is the same direct call of an `@inline(never)` setter as `plain`'s,
+        /// not a call through a closure); tear-down cancels every registration and checks that
+        /// each observer was called once per set (plus `setUpCalls`: OpenCombine's sinks and
+        /// Observation's trackings also run once when they are set up).
         func fixture<Counter, Token>(_ counter: Counter, observe: (Counter, Sink) -> Token,
                                      cancel: @escaping (Token) -> Void, setUpCalls: Int = 0,
-                                     set: @escaping (Counter, Int) -> Void, read: @escaping (Counter) -> Int) -> Fixture {
+                                     sets: @escaping (_ count: Int, _ base: Int) -> Void,
+                                     read: @escaping (Counter) -> Int) -> Fixture {
             var tokens = (0..<n).map { _ in observe(counter, sink) }
             return Fixture(runBatch: { count in
-                for i in 0..<count { set(counter, base &+ i) }
+                sets(count, base)
                 base &+= count
                 operations += count
             }, tearDown: {
@@ -71,20 +74,26 @@ struct SetScenario: Scenario {
         case .c, .swift:
             let backend: ObservationBackend = impl == .c ? .c : .swift
             if macroDeclared {
-                return fixture(MacroCounter(backend: backend), observe: observeKVO, cancel: { $0.cancel() },
-                               set: set, read: { $0.value })
+                let counter = MacroCounter(backend: backend)
+                return fixture(counter, observe: observeKVO, cancel: { $0.cancel() },
+                               sets: { count, base in for i in 0..<count { set(counter, base &+ i) } }, read: { $0.value })
             }
-            return fixture(KVOCounter(backend: backend), observe: observeKVO, cancel: { $0.cancel() },
-                           set: set, read: { $0.value })
+            let counter = KVOCounter(backend: backend)
+            return fixture(counter, observe: observeKVO, cancel: { $0.cancel() },
+                           sets: { count, base in for i in 0..<count { set(counter, base &+ i) } }, read: { $0.value })
         case .naive:
-            return fixture(NaiveCounter(), observe: observeNaive, cancel: { $0.cancel() }, set: set, read: { $0.value })
+            let counter = NaiveCounter()
+            return fixture(counter, observe: observeNaive, cancel: { $0.cancel() },
+                           sets: { count, base in for i in 0..<count { set(counter, base &+ i) } }, read: { $0.value })
         case .observation:
             // A tracking cannot be cancelled: it ends when it fires (and re-arms) or its object dies.
-            return fixture(ObservationCounter(), observe: observeObservation, cancel: { _ in }, setUpCalls: n,
-                           set: set, read: { $0.value })
+            let counter = ObservationCounter()
+            return fixture(counter, observe: observeObservation, cancel: { _ in }, setUpCalls: n,
+                           sets: { count, base in for i in 0..<count { set(counter, base &+ i) } }, read: { $0.value })
         case .opencombine:
-            return fixture(PublishedCounter(), observe: observePublished, cancel: { $0.cancel() }, setUpCalls: n,
-                           set: set, read: { $0.value })
+            let counter = PublishedCounter()
+            return fixture(counter, observe: observePublished, cancel: { $0.cancel() }, setUpCalls: n,
+                           sets: { count, base in for i in 0..<count { set(counter, base &+ i) } }, read: { $0.value })
         case .plain:
             precondition(n == 0, "plain has no observers")
             let counter = PlainCounter()
