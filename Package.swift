@@ -65,7 +65,8 @@ let package = Package(
             path: "Sources/ObserveCoreMacros"
         ),
         // SplitMix64, the seeded generator of the random tests and of the benchmark's edit
-        // scripts (one copy for all of them).
+        // scripts, and FNV-1a, the checksum the replication test and its replica process share
+        // (one copy for all of them).
         .target(
             name: "SeededRandom",
             path: "Sources/SeededRandom"
@@ -91,7 +92,7 @@ let package = Package(
         // The replica process of the cross-process replication test.
         .executableTarget(
             name: "observe-replica",
-            dependencies: ["ObserveCore"],
+            dependencies: ["ObserveCore", "SeededRandom"],
             path: "Sources/observe-replica"
         ),
         .testTarget(

@@ -8,20 +8,7 @@
 
 import Foundation
 import ObserveCore
-
-/// FNV-1a over the elements' bytes: the sender computes the same.
-func contentsHash(_ values: some Sequence<Int>) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for value in values {
-        withUnsafeBytes(of: value.littleEndian) { bytes in
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash &*= 0x0000_0100_0000_01b3
-            }
-        }
-    }
-    return hash
-}
+import SeededRandom
 
 /// One line to the sender, unbuffered (it waits for each).
 func reply(_ line: String) {
@@ -49,7 +36,7 @@ while let header = readExactly(4) {
     do {
         let record = try ArrayChangeRecord<Int>(decoding: frame) { try JSONDecoder().decode([Int].self, from: Data($0)) }
         try replica.apply(record)
-        reply("\(replica.count) \(contentsHash(replica))")
+        reply("\(replica.count) \(fnv1a(replica))")
     } catch {
         reply("error \(error)")
         exit(1)

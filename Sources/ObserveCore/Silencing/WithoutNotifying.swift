@@ -1,13 +1,3 @@
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Runs `body` with the observations of `tokens` silenced on this thread: changes that `body`
 /// makes are not delivered to those observations; every other observer still hears them.
 ///
@@ -73,38 +63,23 @@ internal enum _ThreadSilence {
         var stack: [UInt] = []
     }
 
-    private static let _key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            if let pointer { Unmanaged<Keys>.fromOpaque(pointer).release() }
-        }
-        _require(status == 0, "ObserveCore: pthread_key_create failed (\(status)) for withoutNotifying's thread state")
-        return key
-    }()
-
-    private static func _keys() -> Keys {
-        if let pointer = pthread_getspecific(_key) { return Unmanaged<Keys>.fromOpaque(pointer).takeUnretainedValue() }
-        let keys = Keys()
-        pthread_setspecific(_key, Unmanaged.passRetained(keys).toOpaque())
-        return keys
-    }
+    private static let _perThread = _ThreadLocal("withoutNotifying's thread state") { Keys() }
 
     static func push(_ keys: [UInt]) {
-        _keys().stack.append(contentsOf: keys)
+        _perThread.current.stack.append(contentsOf: keys)
         _countScope(1)
     }
 
     static func pop(_ count: Int) {
         _countScope(-1)
-        _keys().stack.removeLast(count)
+        _perThread.current.stack.removeLast(count)
     }
 
     /// Whether the observation named `key` is silenced on this thread. Call it only after
     /// `openScopes` was seen non-zero.
     @usableFromInline @inline(never)
     static func isSilenced(_ key: UInt) -> Bool {
-        guard let pointer = pthread_getspecific(_key) else { return false }
-        return Unmanaged<Keys>.fromOpaque(pointer).takeUnretainedValue().stack.contains(key)
+        _perThread.existing?.stack.contains(key) ?? false
     }
 
     /// The delivery check for a composite observation named `key` (registrations use

@@ -1,13 +1,3 @@
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension ObservationRuntime {
     /// Runs `body` as one transaction: each observer is told at the end, once per observed
     /// property, instead of once per set.
@@ -76,31 +66,17 @@ internal final class _Transaction {
         case array(() -> Void)
     }
 
-    private static let _key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            if let pointer { Unmanaged<_Transaction>.fromOpaque(pointer).release() }
-        }
-        _require(status == 0, "ObserveCore: pthread_key_create failed (\(status)) for transactions' thread state")
-        return key
-    }()
+    private static let _perThread = _ThreadLocal("transactions' thread state") { _Transaction() }
 
     /// This thread's transaction, if one is open.
     @usableFromInline
     static var current: _Transaction? {
-        guard let pointer = pthread_getspecific(_key) else { return nil }
-        let transaction = Unmanaged<_Transaction>.fromOpaque(pointer).takeUnretainedValue()
-        return transaction._depth > 0 ? transaction : nil
+        guard let transaction = _perThread.existing, transaction._depth > 0 else { return nil }
+        return transaction
     }
 
     static func begin() {
-        let transaction: _Transaction
-        if let pointer = pthread_getspecific(_key) {
-            transaction = Unmanaged<_Transaction>.fromOpaque(pointer).takeUnretainedValue()
-        } else {
-            transaction = _Transaction()
-            pthread_setspecific(_key, Unmanaged.passRetained(transaction).toOpaque())
-        }
+        let transaction = _perThread.current
         transaction._depth += 1
         if transaction._depth == 1 { _countOpen(1) }
     }

@@ -7,20 +7,6 @@ import Testing
 /// in another one over a pipe.
 @Suite("Replication: array changes as bytes", .serialized)
 struct ReplicationTests {
-    /// What the sender and `observe-replica` both compute over a replica's contents (FNV-1a).
-    static func contentsHash(_ values: some Sequence<Int>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for value in values {
-            withUnsafeBytes(of: value.littleEndian) { bytes in
-                for byte in bytes {
-                    hash ^= UInt64(byte)
-                    hash &*= 0x0000_0100_0000_01b3
-                }
-            }
-        }
-        return hash
-    }
-
     static func json(_ values: [Int]) -> Data { try! JSONEncoder().encode(values) }
     static func unjson(_ bytes: [UInt8]) throws -> [Int] { try JSONDecoder().decode([Int].self, from: Data(bytes)) }
 
@@ -155,7 +141,7 @@ struct ReplicationTests {
         var mismatches: [String] = []
         let token = source.observe(options: [.initial]) { source, change in
             send(change)
-            let expected = "\(source.count) \(Self.contentsHash(source))"
+            let expected = "\(source.count) \(fnv1a(source))"
             let reply = replies.nextLine()
             if reply != expected, mismatches.count < 3 { mismatches.append("change \(sent): replica said \(reply ?? "nothing"), expected \(expected)") }
         }

@@ -56,10 +56,7 @@ struct SilencedWriterTests {
         let token = counter.observe(\.value, options: [.new]) { _, change in log.append(change.newValue!) }
         withoutNotifying(token) {
             counter.value = 1                                // this thread: silenced
-            let done = DispatchSemaphore(value: 0)
-            let thread = Thread { counter.value = 2; done.signal() }   // another thread: delivered
-            thread.start()
-            done.wait()
+            onAnotherThread { counter.value = 2 }            // another thread: delivered
         }
         #expect(log.events == [2])
         token.cancel()

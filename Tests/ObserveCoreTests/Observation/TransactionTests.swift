@@ -141,10 +141,7 @@ struct TransactionTests {
         let token = counter.observe(\.value, options: [.new]) { _, change in log.append(change.newValue!) }
         ObservationRuntime.transaction {
             counter.value = 1
-            let done = DispatchSemaphore(value: 0)
-            let thread = Thread { counter.value = 2; done.signal() }
-            thread.start()
-            done.wait()
+            onAnotherThread { counter.value = 2 }
             #expect(log.events == [2])
         }
         #expect(log.events == [2, 1], "this thread's set is delivered at the end")

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 @_spi(Testing) import ObserveCore
 import Synchronization
 
@@ -152,4 +154,15 @@ final class AtomicCounter: Sendable {
     private let _value = Atomic<Int>(0)
     func increment() { _value.add(1, ordering: .relaxed) }
     var value: Int { _value.load(ordering: .relaxed) }
+}
+
+/// Runs `body` on a new thread (never this one, as `DispatchQueue.sync` may) and waits for it.
+func onAnotherThread(_ body: @escaping @Sendable () -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        body()
+        done.signal()
+    }
+    thread.start()
+    done.wait()
 }
