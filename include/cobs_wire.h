@@ -20,7 +20,7 @@
 ** so applying a decoded change never indexes outside an array of old_count elements. What the
 ** runs do not carry — the values of inserted and modified elements — follows the runs in the
 ** caller's own encoding (ObserveCore's Swift layer writes a varint byte length, then the bytes).
-** A typical change is a few bytes: an append of 10,000 elements is 8 bytes of runs.
+** A typical change is a few bytes: appending 10,000 elements to an empty array is 9 bytes of runs.
 **
 ** Thread safety: no global state; the functions read and write only the caller's buffers.
 ** Failure atomicity: on error nothing is written but the out-parameters named in each contract.

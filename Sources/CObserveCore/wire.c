@@ -44,22 +44,23 @@ static int get_varint(const uint8_t *in, size_t length, size_t *pos, uint64_t *v
 }
 
 size_t cobs_wire_max_size(size_t count) {
-    /* version + 3 varints + per run: op + 3 varints */
+    /* version + 3 varints + per run: op + 3 varints; SIZE_MAX when that does not fit a size_t */
+    if (count > (SIZE_MAX - 31) / 31) return SIZE_MAX;
     return 1 + 3 * 10 + count * (1 + 3 * 10);
 }
 
 cobs_status cobs_wire_encode_runs(const cobs_run *runs, size_t count, uint64_t old_count, uint64_t new_count,
                                   uint8_t *out, size_t capacity, size_t *written) {
-    if (written == NULL || (runs == NULL && count > 0)) return COBS_INVALID_ARGUMENT;
+    if (written == NULL || (runs == NULL && count > 0) || (out == NULL && capacity > 0)) return COBS_INVALID_ARGUMENT;
     if (cobs_changes_validate(runs, count, old_count, new_count) != COBS_OK) return COBS_INVALID_ARGUMENT;
     size_t need = 1 + varint_size(old_count) + varint_size(new_count) + varint_size((uint64_t)count);
     for (size_t i = 0; i < count; i++) {
         need += 1 + varint_size(runs[i].start) + varint_size(runs[i].length);
         if (runs[i].op == COBS_RUN_MOVE) need += varint_size(runs[i].to);
     }
-    if (out == NULL || capacity < need) {
+    if (capacity < need) {
         *written = need;
-        return out == NULL && capacity > 0 ? COBS_INVALID_ARGUMENT : COBS_BUFFER_TOO_SMALL;
+        return COBS_BUFFER_TOO_SMALL;
     }
     size_t n = 0;
     out[n++] = COBS_WIRE_VERSION;
@@ -89,9 +90,10 @@ cobs_status cobs_wire_decode_runs(const uint8_t *in, size_t length, cobs_run *ru
     /* Every run takes at least 3 bytes: a count the input cannot hold is malformed, whatever
     ** buffer the caller offers (and no caller is asked to allocate for it). */
     if (count > (length - pos) / 3) return COBS_INVALID_ARGUMENT;
-    if (count > capacity || runs_out == NULL) {
+    if (runs_out == NULL && capacity > 0) return COBS_INVALID_ARGUMENT;
+    if (count > capacity) {
         *run_count = (size_t)count;
-        return runs_out == NULL && capacity > 0 ? COBS_INVALID_ARGUMENT : COBS_BUFFER_TOO_SMALL;
+        return COBS_BUFFER_TOO_SMALL;
     }
     for (size_t i = 0; i < (size_t)count; i++) {
         if (pos >= length) return COBS_INVALID_ARGUMENT;

@@ -66,6 +66,16 @@ final class WireFormatTests: XCTestCase {
         XCTAssertNil(decode([1, 0, 0, 0x80, 0x80, 0x04]), "a run count the bytes cannot hold")
     }
 
+    func testAnEmptyChangeNeedsNoRunBuffer() throws {
+        let bytes = try XCTUnwrap(encode([], 3, 3))
+        XCTAssertEqual(bytes, [1, 3, 3, 0])
+        var count = 99, consumed = 0
+        var old: UInt64 = 0, new: UInt64 = 0
+        XCTAssertEqual(cobs_wire_decode_runs(bytes, bytes.count, nil, 0, &count, &old, &new, &consumed), COBS_OK)
+        XCTAssertEqual(count, 0)
+        XCTAssertEqual(UInt(bitPattern: cobs_wire_max_size(Int.max)), UInt.max, "the bound saturates at SIZE_MAX instead of wrapping")
+    }
+
     func testARunCountBeyondTheBufferAsksForRoom() throws {
         let runs = (0..<5).map { run(COBS_RUN_INSERT, UInt64($0 * 2), 1) }
         let bytes = try XCTUnwrap(encode(runs, 4, 9), "4 kept elements, 5 inserted between them")

@@ -107,9 +107,8 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         _arrayRegistration = array._addArrayRegistration(
             observer: owner, context: ObservationContext(self), options: _options.subtracting(.initial),
             delivery: _delivery, elementKeyPaths: _elementKeyPaths,
-            startTracking: _startTracking.map { start in { keys in start(array, keys) } }
+            startTracking: _startTracking.map { start in { keys in start(array, keys) } }, silenceOwner: _silenceKey
         ) { _, owner, change in handler(Self._owner(owner), change) }
-        _arrayRegistration?._silenceOwner.store(_silenceKey, ordering: .relaxed)
     }
 
     /// The registration's observer as the owner it is (it is registered with nothing else).

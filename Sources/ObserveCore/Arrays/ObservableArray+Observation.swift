@@ -135,7 +135,7 @@ extension ObservableArray {
     /// Adds an array registration and, for element key paths, starts or widens element tracking.
     internal func _addArrayRegistration(observer: AnyObject?, context: ObservationContext, options: ArrayObservationOptions,
                                         delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
-                                        startTracking: ((Set<UInt32>) -> Void)?,
+                                        startTracking: ((Set<UInt32>) -> Void)?, silenceOwner: UInt = 0,
                                         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
     -> _ArrayRegistration<Element>? {
         var keyIDs: [UInt32] = []
@@ -145,6 +145,8 @@ extension ObservableArray {
         }
         let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: ObservationOptions(options),
                                               delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
+        // Before the registration is published: a delivery must never see it without its owner.
+        if silenceOwner != 0 { registration._silenceOwner.store(silenceOwner, ordering: .relaxed) }
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
         if !keyIDs.isEmpty { startTracking?(Set(keyIDs)) }
         if options.contains(.initial) {

@@ -242,7 +242,9 @@ extension ArrayChangeRecord: Codable where Element: Codable {
 
 extension ObservableArray {
     /// Applies a change recorded from another array with the same contents (a replica): one
-    /// ``ArrayChange/Kind/batch`` change for this array's observers.
+    /// ``ArrayChange/Kind/batch`` change for this array's observers. The replica's observers see
+    /// the source's moves and modifications as removals and insertions (the contents are the
+    /// same; the edit is applied one element at a time, O(changed elements × count)).
     ///
     /// ```swift
     /// try replica.apply(record)
@@ -251,9 +253,13 @@ extension ObservableArray {
     ///   have the record's ``ArrayChangeRecord/oldCount`` elements. Apply records to an array
     ///   nothing else mutates meanwhile.
     public func apply(_ record: ArrayChangeRecord<Element>) throws {
-        let count = self.count
-        guard count == record.oldCount else { throw ArrayChangeRecordError.countMismatch(expected: record.oldCount, found: count) }
-        performBatchUpdates { array in
+        try performBatchUpdates { array in
+            // Checked inside the batch, so that the count cannot change between check and edits
+            // through this array's own batch (another thread's mutation would still join it).
+            let count = array.count
+            guard count == record.oldCount else {
+                throw ArrayChangeRecordError.countMismatch(expected: record.oldCount, found: count)
+            }
             // Removals and moves' sources out, highest first; then insertions and moves'
             // destinations in, lowest first; then the modified elements replaced.
             var moved: [Int: Element] = [:]

@@ -13,10 +13,15 @@
 /// person.name = "Ada"                   // told as usual
 /// ```
 ///
-/// - The scope is the calling thread's, for as long as `body` runs: a change another thread makes
-///   meanwhile is delivered as usual, and so is a change `body` leaves to another thread or task.
-///   Whether a change is delivered is decided when it is announced, on the writer's thread, so a
-///   silenced change is not queued at all (`.queue` delivery, actor and main-actor handlers).
+/// - The scope is the calling thread's, for as long as `body` runs — the OS thread, so it includes
+///   code `body` runs synchronously on it (a `DispatchQueue.sync` block usually runs on the
+///   calling thread): a change another thread makes meanwhile is delivered as usual, and so is a
+///   change `body` leaves to another thread or task. Whether a change is delivered is decided when
+///   it is announced, on the writer's thread, so a silenced change is not queued at all (`.queue`
+///   delivery, actor and main-actor handlers).
+/// - An array change made inside ``ObservableArray/performBatchUpdates(_:)`` or a transaction is
+///   announced when the batch closes: the scopes open then decide, so silence the whole batch
+///   (`withoutNotifying(token) { array.performBatchUpdates { … } }`), not a part of it.
 /// - Scopes nest; a token silenced by an outer scope stays silenced in the inner one. Several
 ///   tokens may be silenced at once.
 /// - Every token kind is accepted: property, chain, dependent-key and array observations

@@ -16,7 +16,8 @@ extension ObservationRuntime {
     /// - Properties: each registration receives at most one change per (object, key): the old
     ///   value from before the first set, the new one from the last. A registration with
     ///   ``ObservationOptions/skipEqualValues`` hears nothing when the property ends where it
-    ///   began. A ``ObservationOptions/prior`` notification is delivered at the first set, once.
+    ///   began. A ``ObservationOptions/prior`` notification is delivered at the first set, once —
+    ///   so an observer that also skips equal values may get a prior with no change after it.
     ///   Chains, dependent keys, bindings and change streams react to the coalesced changes.
     /// - Arrays: every mutation of an observed ``ObservableArray`` inside the transaction joins
     ///   one ``ArrayChange/Kind/batch`` change per array, as in
@@ -24,8 +25,10 @@ extension ObservationRuntime {
     ///   as a modification, so a replica that applies the changes in order stays right. While
     ///   the transaction holds an array's batch open, other threads' mutations of that array
     ///   join it too.
-    /// - Scope: the calling thread's, while `body` runs; transactions nest (the outermost one
-    ///   delivers). Changes other threads make to properties meanwhile are delivered as usual.
+    /// - Scope: the calling thread's, while `body` runs — the OS thread, so it includes code that
+    ///   `body` runs synchronously on it (a `DispatchQueue.sync` block usually runs on the calling
+    ///   thread); transactions nest (the outermost one delivers). Changes other threads make to
+    ///   properties meanwhile are delivered as usual.
     /// - Delivery runs in rounds: what handlers and derived keys announce while the transaction
     ///   delivers is coalesced in turn and delivered after that round, so a dependent key of two
     ///   properties set in the transaction changes once, and a handler's own sets reach their
@@ -106,18 +109,21 @@ internal final class _Transaction {
             transaction._arrays.removeAll(keepingCapacity: true)
             transaction._lastHeld = nil
             if round > limit {
+                // The arrays' batches still close (left open, an array would never notify again);
+                // the property changes are dropped.
+                for case .array(let close) in commits { close() }
                 ObservationRuntime._reportRunawayRecursion(
                     "ObserveCore: runaway recursion: a transaction's deliveries kept announcing new changes for \(limit) "
-                    + "rounds (handlers that set what they observe); the last round's \(commits.count) change(s) were dropped.")
+                    + "rounds (handlers that set what they observe); the last round's property changes were dropped.")
                 return
             }
             transaction._depth = 1          // hold what this round announces
-            for commit in commits {
-                switch commit {
-                case .property(let change): change.deliver()
-                case .array(let close): close()
-                }
-            }
+            // Arrays first: an owner property replaced in the transaction re-attaches its
+            // observeArray observations to the new array when delivered, and the replacement's
+            // snapshot already holds that array's mutations — its batch, closed before, has gone
+            // to the observers attached then, so nobody is told the same mutation twice.
+            for case .array(let close) in commits { close() }
+            for case .property(let change) in commits { change.deliver() }
             transaction._depth = 0
         }
     }

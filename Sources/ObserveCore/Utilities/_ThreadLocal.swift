@@ -18,9 +18,13 @@ internal final class _ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     /// (process-fatal) failure to get a key.
     init(_ what: String, _ make: @escaping () -> Value) {
         var key = pthread_key_t()
+        #if canImport(Darwin)
+        let status = pthread_key_create(&key) { pointer in Unmanaged<AnyObject>.fromOpaque(pointer).release() }
+        #else
         let status = pthread_key_create(&key) { pointer in
             if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
         }
+        #endif
         _require(status == 0, "ObserveCore: pthread_key_create failed (\(status)) for \(what)")
         _key = key
         _make = make
@@ -36,7 +40,8 @@ internal final class _ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     var current: Value {
         if let existing { return existing }
         let value = _make()
-        pthread_setspecific(_key, Unmanaged<AnyObject>.passRetained(value).toOpaque())
+        let status = pthread_setspecific(_key, Unmanaged<AnyObject>.passRetained(value).toOpaque())
+        _require(status == 0, "ObserveCore: pthread_setspecific failed (\(status)) for a thread's state")
         return value
     }
 }

@@ -90,6 +90,61 @@ struct TransactionTests {
         token.cancel()
     }
 
+    @Test("an owner's array replaced, then mutated, in one transaction: one replacement holding the mutation",
+          arguments: ObservationBackend.allCases)
+    func replacedThenMutatedArray(backend: ObservationBackend) {
+        let teacher = Teacher(backend, students: students(backend, "Ada"))
+        var replica = teacher.students.map(\.name)
+        var kinds: [ArrayChange<Student>.Kind] = []
+        let token = teacher.observeArray(\.students, options: [.old, .new]) { _, change in
+            kinds.append(change.kind)
+            replica = change.applying(to: replica.map { Student(backend, $0) })!.map(\.name)
+        }
+        let replacement = ObservableArray(students(backend, "Grace"), backend: backend)
+        var others: [ArrayChange<Student>.Kind] = []
+        let other = replacement.observe { _, change in others.append(change.kind) }   // so the append joins a batch
+        ObservationRuntime.transaction {
+            teacher.students = replacement
+            replacement.append(Student(backend, "Alan"))
+        }
+        #expect(kinds == [.arrayReplaced], "the append is in the replacement's contents, not told again")
+        #expect(others == [.batch], "the array's own observer is told the append")
+        other.cancel()
+        #expect(replica == ["Grace", "Alan"])
+        replacement.append(Student(backend, "Edsger"))
+        #expect(kinds == [.arrayReplaced, .append], "the observation follows the new array")
+        token.cancel()
+    }
+
+    @Test("a runaway transaction is reported and still closes its arrays' batches")
+    func runawayClosesBatches() {
+        let person = Person(.c)
+        let numbers = ObservableArray([0], backend: .c)
+        let watcher = numbers.observe { _, _ in }                              // observed: mutations join batches
+        var reports: [String] = []
+        let previous = ObservationRuntime.runawayRecursionHandler
+        nonisolated(unsafe) var captured: [String] = []
+        ObservationRuntime.runawayRecursionHandler = { captured.append($0) }
+        defer { ObservationRuntime.runawayRecursionHandler = previous }
+        let echo = person.observe(\.age) { person, _ in                       // sets what it observes, forever,
+            person.age += 1                                                     // and touches the array every round
+            numbers.append(person.age)
+        }
+        ObservationRuntime.transaction {
+            person.age = 1
+            numbers.append(1)
+        }
+        reports = captured
+        echo.cancel()
+        #expect(reports.count == 1 && reports[0].contains("runaway recursion"))
+        var told = 0
+        let token = numbers.observe { _, _ in told += 1 }
+        numbers.append(2)
+        #expect(told == 1, "the array's batch was closed: it notifies again")
+        token.cancel()
+        watcher.cancel()
+    }
+
     @Test("chains, dependent keys and bindings react once, to the coalesced change", arguments: ObservationBackend.allCases)
     func derivedKeysReactOnce(backend: ObservationBackend) {
         let office = Office(backend, city: "Paris")
