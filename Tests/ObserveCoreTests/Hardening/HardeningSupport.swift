@@ -78,7 +78,7 @@ final class StressNode: KeyValueObservable, @unchecked Sendable, CustomStringCon
     var value: Int {
         get { lock.locked { _value } }
         set {
-            kvoRegistrar.didSet(StressNode.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
+            kvoRegistrar.didSet(StressNode.value, of: self, from: lock.exchange(self, \._value, newValue), to: newValue)
         }
     }
 

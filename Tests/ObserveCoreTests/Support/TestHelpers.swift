@@ -51,12 +51,16 @@ final class TestLock: @unchecked Sendable {
         return try body()
     }
 
-    /// Stores `newValue` in `storage` under the lock; returns what it held (the old value a
-    /// lock-guarded setter announces after unlocking).
-    func exchange<T>(_ storage: inout T, _ newValue: T) -> T {
+    /// Stores `newValue` in `object[keyPath: storage]` under the lock; returns what it held (the
+    /// old value a lock-guarded setter announces after unlocking). A key path, not an `inout`
+    /// argument: an inout access to the property would begin before the lock is taken, and two
+    /// threads' overlapping modify accesses are an exclusivity violation (ThreadSanitizer reports
+    /// it as a Swift access race).
+    func exchange<Root: AnyObject, T>(_ object: Root, _ storage: ReferenceWritableKeyPath<Root, T>, _ newValue: T) -> T {
         locked {
-            defer { storage = newValue }
-            return storage
+            let old = object[keyPath: storage]
+            object[keyPath: storage] = newValue
+            return old
         }
     }
 }
@@ -75,7 +79,7 @@ final class SharedCounter: KeyValueObservable, @unchecked Sendable {
     var value: Int {
         get { lock.locked { _value } }
         set {
-            kvoRegistrar.didSet(SharedCounter.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
+            kvoRegistrar.didSet(SharedCounter.value, of: self, from: lock.exchange(self, \._value, newValue), to: newValue)
         }
     }
 
@@ -83,7 +87,7 @@ final class SharedCounter: KeyValueObservable, @unchecked Sendable {
     var label: String {
         get { lock.locked { _label } }
         set {
-            kvoRegistrar.didSet(SharedCounter.label, of: self, from: lock.exchange(&_label, newValue), to: newValue)
+            kvoRegistrar.didSet(SharedCounter.label, of: self, from: lock.exchange(self, \._label, newValue), to: newValue)
         }
     }
 }
@@ -125,7 +129,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var name: String {
         get { lock.locked { _name } }
         set {
-            kvoRegistrar.didSet(LockedNode.name, of: self, from: lock.exchange(&_name, newValue), to: newValue)
+            kvoRegistrar.didSet(LockedNode.name, of: self, from: lock.exchange(self, \._name, newValue), to: newValue)
         }
     }
 
@@ -133,7 +137,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var value: Int {
         get { lock.locked { _value } }
         set {
-            kvoRegistrar.didSet(LockedNode.value, of: self, from: lock.exchange(&_value, newValue), to: newValue)
+            kvoRegistrar.didSet(LockedNode.value, of: self, from: lock.exchange(self, \._value, newValue), to: newValue)
         }
     }
 
@@ -141,7 +145,7 @@ final class LockedNode: KeyValueObservable, ObservableKeyListing, @unchecked Sen
     var next: LockedNode? {
         get { lock.locked { _next } }
         set {
-            kvoRegistrar.didSet(LockedNode.next, of: self, from: lock.exchange(&_next, newValue), to: newValue)
+            kvoRegistrar.didSet(LockedNode.next, of: self, from: lock.exchange(self, \._next, newValue), to: newValue)
         }
     }
 
