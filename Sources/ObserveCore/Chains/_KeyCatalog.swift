@@ -243,15 +243,10 @@ internal final class _KeyCatalog: @unchecked Sendable {
     /// changes under the subclass's key path.
     private func _resolveInherited(_ target: AnyKeyPath, id: UInt32, root: AnyClass, value: Any.Type) -> _AnyHop? {
         guard let goal = _KeyPathComponent.components(of: target), !goal.isEmpty else { return nil }
-        var ancestor: AnyClass? = _getSuperclass(root)
-        while let type = ancestor {
-            ensureListed(type)
-            for hop in _hops(rootedAt: type) where hop.keyID != id && hop.fits(chainValue: value) {
-                if let components = hop.components, components == goal { return hop }
-            }
-            ancestor = _getSuperclass(type)
+        // The root's own keys come first and never match: same components, same key path, same id.
+        return _hopsIncludingInherited(root).first { hop in
+            hop.keyID != id && hop.fits(chainValue: value) && hop.components == goal
         }
-        return nil
     }
 
     /// How many property components `keyPath` has (optional chaining aside); 1 when unreadable.
