@@ -100,9 +100,16 @@ let package = Package(
             dependencies: ["CObserveCore", "SeededRandom"],
             path: "Tests/CObserveCoreTests"
         ),
+        // What the test suites share and that does not depend on how their models are declared:
+        // the leak check, the lifetime tracker, fixtures (values, a log, a lock, threads).
+        .target(
+            name: "ObserveCoreTestSupport",
+            dependencies: ["ObserveCore"],
+            path: "Tests/ObserveCoreTestSupport"
+        ),
         .testTarget(
             name: "ObserveCoreTests",
-            dependencies: ["ObserveCore", "SeededRandom", "observe-replica"],
+            dependencies: ["ObserveCore", "ObserveCoreTestSupport", "SeededRandom", "observe-replica"],
             path: "Tests/ObserveCoreTests"
         ),
         // A client written as a Swift 6 application would be: main-actor view models and actors
@@ -119,7 +126,7 @@ let package = Package(
         // pass the same tests.
         .testTarget(
             name: "ObserveCoreMacroFormTests",
-            dependencies: ["ObserveCoreMacros", "SeededRandom"],
+            dependencies: ["ObserveCoreMacros", "ObserveCoreTestSupport", "SeededRandom"],
             path: "Tests/ObserveCoreMacroFormTests"
         ),
         // Every Swift block of README.md, verbatim in compiling context; a test fails when the

@@ -48,7 +48,7 @@ internal final class _CRegistryTable: _RegistryTable {
         fatalError("ObserveCore internal error: \(function) returned \(name)")
     }
 
-    override func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
+    func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
         var existing: cobs_slot = 0
         let status = cobs_registry_insert(_reg, Self._key(object, key), slot, &existing)
         if status == COBS_EXISTS { return existing }
@@ -56,7 +56,7 @@ internal final class _CRegistryTable: _RegistryTable {
         return nil
     }
 
-    override func find(object: UInt, key: UInt32) -> UInt32? {
+    func find(object: UInt, key: UInt32) -> UInt32? {
         var slot: cobs_slot = 0
         let status = cobs_registry_find(_reg, Self._key(object, key), &slot)
         if status == COBS_NOT_FOUND { return nil }
@@ -64,7 +64,7 @@ internal final class _CRegistryTable: _RegistryTable {
         return slot
     }
 
-    override func remove(object: UInt, key: UInt32) -> UInt32? {
+    func remove(object: UInt, key: UInt32) -> UInt32? {
         var slot: cobs_slot = 0
         let status = cobs_registry_remove(_reg, Self._key(object, key), &slot)
         if status == COBS_NOT_FOUND { return nil }
@@ -72,7 +72,7 @@ internal final class _CRegistryTable: _RegistryTable {
         return slot
     }
 
-    override func entries(of object: UInt, into entries: inout [_TableEntry]) {
+    func entries(of object: UInt, into entries: inout [_TableEntry]) {
         entries.removeAll(keepingCapacity: true)
         var count = 0
         var status = cobs_registry_object_entries(_reg, object, _keyScratch, _slotScratch, _entryScratchCapacity, &count)
@@ -94,7 +94,7 @@ internal final class _CRegistryTable: _RegistryTable {
         _slotScratch = .allocate(capacity: _entryScratchCapacity)
     }
 
-    override func removeObject(_ object: UInt) -> [UInt32] {
+    func removeObject(_ object: UInt) -> [UInt32] {
         var count = 0
         var status = cobs_registry_remove_object(_reg, object, nil, 0, &count)
         if status == COBS_OK { return [] }   // nothing to remove (count 0)
@@ -104,9 +104,9 @@ internal final class _CRegistryTable: _RegistryTable {
         return slots
     }
 
-    override var count: Int { cobs_registry_count(_reg) }
+    var count: Int { cobs_registry_count(_reg) }
 
-    override func checkInvariants() {
+    func checkInvariants() {
         let status = cobs_registry_check_invariants(_reg)
         if status != COBS_OK {
             cobs_registry_dump(_reg, nil)

@@ -14,22 +14,22 @@ internal struct _TableEntry: Equatable {
 /// `_CRegistryTable` forwards to the C core (`cobs_registry_*`); `_SwiftRegistryTable` is the
 /// same contract in plain Swift, so the test suite and the benchmark can run against either.
 /// Neither is thread-safe: the owning `_Shard` serializes every call under its lock.
-internal class _RegistryTable {
+internal protocol _RegistryTable: AnyObject {
     /// Inserts the entry; returns the existing slot instead when the key is already present.
-    func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? { fatalError("abstract") }
+    func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32?
     /// The slot stored for (object, key).
-    func find(object: UInt, key: UInt32) -> UInt32? { fatalError("abstract") }
+    func find(object: UInt, key: UInt32) -> UInt32?
     /// Removes (object, key) and returns its slot.
     @discardableResult
-    func remove(object: UInt, key: UInt32) -> UInt32? { fatalError("abstract") }
+    func remove(object: UInt, key: UInt32) -> UInt32?
     /// Replaces the contents of `entries` with every entry of `object` (reusing its storage).
-    func entries(of object: UInt, into entries: inout [_TableEntry]) { fatalError("abstract") }
+    func entries(of object: UInt, into entries: inout [_TableEntry])
     /// Removes every entry of `object` and returns their slots.
-    func removeObject(_ object: UInt) -> [UInt32] { fatalError("abstract") }
+    func removeObject(_ object: UInt) -> [UInt32]
     /// The number of entries.
-    var count: Int { fatalError("abstract") }
+    var count: Int { get }
     /// Traps with a description if a structural invariant is broken.
-    func checkInvariants() {}
+    func checkInvariants()
 }
 
 /// The pure-Swift registry: a dictionary from object address to that object's entries.
@@ -38,11 +38,13 @@ internal class _RegistryTable {
 /// differentially tested against. Per-object entry lists are short (one per observed key), so
 /// a linear scan within an object beats a second hash.
 internal final class _SwiftRegistryTable: _RegistryTable {
+    init() {}
+
     // Guarded by the owning shard's lock (see `_Shard`), hence no dynamic exclusivity checks.
     @exclusivity(unchecked) private var _objects: [UInt: [_TableEntry]] = [:]
     @exclusivity(unchecked) private var _count = 0
 
-    override func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
+    func insert(object: UInt, key: UInt32, slot: UInt32) -> UInt32? {
         if let existing = _objects[object]?.first(where: { $0.key == key }) {
             return existing.slot
         }
@@ -51,11 +53,11 @@ internal final class _SwiftRegistryTable: _RegistryTable {
         return nil
     }
 
-    override func find(object: UInt, key: UInt32) -> UInt32? {
+    func find(object: UInt, key: UInt32) -> UInt32? {
         _objects[object]?.first(where: { $0.key == key })?.slot
     }
 
-    override func remove(object: UInt, key: UInt32) -> UInt32? {
+    func remove(object: UInt, key: UInt32) -> UInt32? {
         guard var list = _objects[object], let index = list.firstIndex(where: { $0.key == key }) else { return nil }
         let slot = list.remove(at: index).slot
         _objects[object] = list.isEmpty ? nil : list
@@ -63,20 +65,20 @@ internal final class _SwiftRegistryTable: _RegistryTable {
         return slot
     }
 
-    override func entries(of object: UInt, into entries: inout [_TableEntry]) {
+    func entries(of object: UInt, into entries: inout [_TableEntry]) {
         entries.removeAll(keepingCapacity: true)
         if let list = _objects[object] { entries.append(contentsOf: list) }
     }
 
-    override func removeObject(_ object: UInt) -> [UInt32] {
+    func removeObject(_ object: UInt) -> [UInt32] {
         guard let list = _objects.removeValue(forKey: object) else { return [] }
         _count -= list.count
         return list.map(\.slot)
     }
 
-    override var count: Int { _count }
+    var count: Int { _count }
 
-    override func checkInvariants() {
+    func checkInvariants() {
         var total = 0
         for (object, list) in _objects {
             _require(!list.isEmpty, "_SwiftRegistryTable: empty list kept for object \(object)")

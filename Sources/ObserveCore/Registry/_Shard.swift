@@ -12,7 +12,7 @@
 /// (under this lock) and read without it.
 internal final class _Shard: @unchecked Sendable {
     let lock = _Lock()
-    private let _table: _RegistryTable
+    private let _table: any _RegistryTable
     // Every access happens under `lock`, so Swift's dynamic exclusivity checks (which cost more
     // than the registry lookup itself on the notification path, per callgrind) are turned off.
     @exclusivity(unchecked) private var _groups: ContiguousArray<_RegistrationGroup> = []

@@ -3,7 +3,8 @@
 /// observed objects, observers and tokens' captures are all released.
 ///
 /// Thread-safe: the stress tests track objects from several threads at once.
-final class LifetimeTracker: @unchecked Sendable {
+package final class LifetimeTracker: @unchecked Sendable {
+    package init() {}
     private struct Entry { weak var object: AnyObject?; let label: String }
     private let lock = TestLock()
     private var entries: [Entry] = []
@@ -11,7 +12,7 @@ final class LifetimeTracker: @unchecked Sendable {
 
     /// Starts watching `object`; returns it for chaining.
     @discardableResult
-    func track<T: AnyObject>(_ object: T, _ label: String = "\(T.self)") -> T {
+    package func track<T: AnyObject>(_ object: T, _ label: String = "\(T.self)") -> T {
         lock.locked {
             entries.append(Entry(object: object, label: label))
             // Long stress runs track hundreds of thousands of short-lived objects: forget the dead
@@ -25,5 +26,5 @@ final class LifetimeTracker: @unchecked Sendable {
     }
 
     /// Labels of the watched objects that are still alive.
-    var survivors: [String] { lock.locked { entries.filter { $0.object != nil }.map(\.label) } }
+    package var survivors: [String] { lock.locked { entries.filter { $0.object != nil }.map(\.label) } }
 }

@@ -24,7 +24,7 @@ import Testing
 /// must be `.serialized` and the test command runs with `--no-parallel` (see README). Reading the
 /// count also sweeps registrations whose observer died unnoticed.
 @discardableResult
-func expectNoLeaks<R>(
+package func expectNoLeaks<R>(
     _ what: @autoclosure () -> String = "",
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (LifetimeTracker) throws -> R

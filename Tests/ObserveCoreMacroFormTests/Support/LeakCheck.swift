@@ -1,1 +1,0 @@
-../../ObserveCoreTests/Support/LeakCheck.swift
