@@ -4,7 +4,7 @@
 
 import CObserveCore
 import Foundation
-import XCTest
+import Testing
 
 /// A `cobs_run` that Swift can compare and print.
 struct Run: Equatable, CustomStringConvertible {
@@ -84,7 +84,7 @@ func applyReference(_ runs: [Run], old: [Int], new: [Int]) -> [Int] {
 final class TestBatch {
     let raw: OpaquePointer
 
-    init(oldCount: UInt64, allocator: cobs_allocator? = nil, file: StaticString = #filePath, line: UInt = #line) {
+    init(oldCount: UInt64, allocator: cobs_allocator? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
         var out: OpaquePointer?
         let status: cobs_status
         if var allocator {
@@ -92,7 +92,7 @@ final class TestBatch {
         } else {
             status = cobs_batch_create(oldCount, nil, &out)
         }
-        assertStatus(status, COBS_OK, "creating a test batch", file: file, line: line)
+        assertStatus(status, COBS_OK, "creating a test batch", sourceLocation: sourceLocation)
         raw = out!
     }
 
@@ -128,15 +128,17 @@ final class TestBatch {
     }
 
     /// Asks for the count, then the runs; fails the test on any status but OK.
-    func finish(file: StaticString = #filePath, line: UInt = #line) -> [Run] {
+    func finish(sourceLocation: SourceLocation = #_sourceLocation) -> [Run] {
         var count = 0
         let first = cobs_batch_finish(raw, nil, 0, &count)
-        XCTAssert(first == COBS_OK || first == COBS_BUFFER_TOO_SMALL, "finish (count): \(first)", file: file, line: line)
+        if first != COBS_OK && first != COBS_BUFFER_TOO_SMALL {
+            Issue.record("finish (count): \(first)", sourceLocation: sourceLocation)
+        }
         var runs = [cobs_run](repeating: cobs_run(), count: count)
         var written = 0
         let status = runs.withUnsafeMutableBufferPointer { cobs_batch_finish(raw, $0.baseAddress, count, &written) }
-        assertStatus(status, COBS_OK, "finish", file: file, line: line)
-        XCTAssertEqual(written, count, file: file, line: line)
+        assertStatus(status, COBS_OK, "finish", sourceLocation: sourceLocation)
+        if written != count { Issue.record("finish wrote \(written) runs of \(count)", sourceLocation: sourceLocation) }
         return runs.map(Run.init)
     }
 }
@@ -257,7 +259,7 @@ final class TestPositions {
     let raw: OpaquePointer
 
     init(capacityHint: Int = 0, seed: UInt64 = 0x5EED_5EED_5EED_5EED, allocator: cobs_allocator? = nil,
-         file: StaticString = #filePath, line: UInt = #line) {
+         sourceLocation: SourceLocation = #_sourceLocation) {
         var out: OpaquePointer?
         let status: cobs_status
         if var allocator {
@@ -265,7 +267,7 @@ final class TestPositions {
         } else {
             status = cobs_positions_create(capacityHint, seed, nil, &out)
         }
-        assertStatus(status, COBS_OK, "creating a test position index", file: file, line: line)
+        assertStatus(status, COBS_OK, "creating a test position index", sourceLocation: sourceLocation)
         raw = out!
     }
 
@@ -305,8 +307,8 @@ final class TestPositions {
 
     func slots(_ ring: TestRing, _ element: UInt) -> [UInt32] { lookup(ring, element, capacity: 4096).slots }
 
-    func assertInvariants(_ ring: TestRing, file: StaticString = #filePath, line: UInt = #line) {
+    func assertInvariants(_ ring: TestRing, sourceLocation: SourceLocation = #_sourceLocation) {
         assertStatus(cobs_positions_check_invariants(raw, ring.pointer, ring.mask), COBS_OK, "check_invariants",
-                     file: file, line: line)
+                     sourceLocation: sourceLocation)
     }
 }

@@ -2,58 +2,58 @@
 // the record format in include/cobs_changes.h, each malformed case on its own.
 
 import CObserveCore
-import XCTest
+import Testing
 
-final class ChangesEncoderTests: XCTestCase {
+@Suite struct ChangesEncoderTests {
     // MARK: normalize
 
-    func testNormalizeSortsRunsIntoCanonicalOrder() {
+    @Test func normalizeSortsRunsIntoCanonicalOrder() {
         let runs: [Run] = [.modify(7), .move(2, to: 0), .insert(5), .remove(9), .insert(1), .remove(0)]
         let (status, result) = normalized(runs)
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, [.remove(0), .remove(9), .insert(1), .insert(5), .move(2, to: 0), .modify(7)])
+        #expect(result == [.remove(0), .remove(9), .insert(1), .insert(5), .move(2, to: 0), .modify(7)])
     }
 
-    func testNormalizeMergesTouchingRunsOfTheSameOp() {
+    @Test func normalizeMergesTouchingRunsOfTheSameOp() {
         let (status, result) = normalized([.remove(3, 2), .remove(0, 3), .insert(10), .insert(11, 4), .modify(2), .modify(1)])
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, [.remove(0, 5), .insert(10, 5), .modify(1, 2)])
+        #expect(result == [.remove(0, 5), .insert(10, 5), .modify(1, 2)])
     }
 
-    func testNormalizeKeepsTouchingRunsOfDifferentOpsApart() {
+    @Test func normalizeKeepsTouchingRunsOfDifferentOpsApart() {
         let (status, result) = normalized([.remove(0, 2), .insert(2, 2)])
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, [.remove(0, 2), .insert(2, 2)])
+        #expect(result == [.remove(0, 2), .insert(2, 2)])
     }
 
-    func testNormalizeMergesMovesOnlyWhenSourcesAndDestinationsAreBothContiguous() {
+    @Test func normalizeMergesMovesOnlyWhenSourcesAndDestinationsAreBothContiguous() {
         let (status, result) = normalized([.move(4, to: 1), .move(3, to: 0), .move(5, to: 7)])
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, [.move(3, 2, to: 0), .move(5, to: 7)])
+        #expect(result == [.move(3, 2, to: 0), .move(5, to: 7)])
     }
 
-    func testNormalizeLeavesOverlappingRunsForValidateToReject() {
+    @Test func normalizeLeavesOverlappingRunsForValidateToReject() {
         let (status, result) = normalized([.remove(2, 3), .remove(0, 3)])
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, [.remove(0, 3), .remove(2, 3)])
+        #expect(result == [.remove(0, 3), .remove(2, 3)])
         assertStatus(validated(result, old: 10, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testNormalizeOfACanonicalChangeChangesNothing() {
+    @Test func normalizeOfACanonicalChangeChangesNothing() {
         let canonical: [Run] = [.remove(0), .remove(4, 2), .insert(1), .move(2, to: 5), .move(3, to: 0), .modify(3)]
         assertStatus(validated(canonical, old: 8, new: 6), COBS_OK)
         let (status, result) = normalized(canonical)
         assertStatus(status, COBS_OK)
-        XCTAssertEqual(result, canonical)
+        #expect(result == canonical)
     }
 
-    func testNormalizeOfNothingIsNothing() {
+    @Test func normalizeOfNothingIsNothing() {
         var count = 99
         assertStatus(cobs_changes_normalize(nil, 0, &count), COBS_OK)
-        XCTAssertEqual(count, 0)
+        #expect(count == 0)
     }
 
-    func testNormalizeRejectsEachMalformedRunAndLeavesTheRunsUnchanged() {
+    @Test func normalizeRejectsEachMalformedRunAndLeavesTheRunsUnchanged() {
         let malformed: [(String, Run)] = [
             ("unknown op 0", Run(op: 0, start: 0, length: 1)),
             ("unknown op 5", Run(op: 5, start: 0, length: 1)),
@@ -67,11 +67,11 @@ final class ChangesEncoderTests: XCTestCase {
             let runs: [Run] = [.insert(4), bad, .remove(1)]
             let (status, result) = normalized(runs)
             assertStatus(status, COBS_INVALID_ARGUMENT, name)
-            XCTAssertEqual(result, runs, "\(name): runs must be unchanged")
+            #expect(result == runs, "\(name): runs must be unchanged")
         }
     }
 
-    func testNormalizeRejectsNullArguments() {
+    @Test func normalizeRejectsNullArguments() {
         var count = 0
         assertStatus(cobs_changes_normalize(nil, 1, &count), COBS_INVALID_ARGUMENT)
         var run = Run.remove(0).c
@@ -80,18 +80,18 @@ final class ChangesEncoderTests: XCTestCase {
 
     // MARK: validate accepts
 
-    func testValidateAcceptsTheEmptyChangeOnlyBetweenEqualCounts() {
+    @Test func validateAcceptsTheEmptyChangeOnlyBetweenEqualCounts() {
         assertStatus(validated([], old: 0, new: 0), COBS_OK)
         assertStatus(validated([], old: 7, new: 7), COBS_OK)
         assertStatus(validated([], old: 7, new: 8), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_changes_validate(nil, 0, 3, 3), COBS_OK)
     }
 
-    func testValidateAcceptsAppendingOneHundredThousandElementsAsOneRun() {
+    @Test func validateAcceptsAppendingOneHundredThousandElementsAsOneRun() {
         assertStatus(validated([.insert(5, 100_000)], old: 5, new: 100_005), COBS_OK)
     }
 
-    func testValidateAcceptsCanonicalChanges() {
+    @Test func validateAcceptsCanonicalChanges() {
         let cases: [([Run], UInt64, UInt64)] = [
             ([.remove(2)], 5, 4),
             ([.remove(0, 4)], 4, 0),
@@ -109,7 +109,7 @@ final class ChangesEncoderTests: XCTestCase {
         }
     }
 
-    func testValidateAcceptsManyMovesWhoseDestinationsAreDisjoint() {
+    @Test func validateAcceptsManyMovesWhoseDestinationsAreDisjoint() {
         // 20 single moves (more than are checked pairwise): the first 20 elements reversed.
         let runs = (0..<20).map { Run.move(UInt64($0), to: UInt64(19 - $0)) }
         assertStatus(validated(runs, old: 20, new: 20), COBS_OK)
@@ -117,38 +117,38 @@ final class ChangesEncoderTests: XCTestCase {
 
     // MARK: validate rejects (one malformed case each)
 
-    func testValidateRejectsAnUnknownOp() {
+    @Test func validateRejectsAnUnknownOp() {
         assertStatus(validated([Run(op: 0, start: 0, length: 1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
         assertStatus(validated([Run(op: 9, start: 0, length: 1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsAZeroLengthRun() {
+    @Test func validateRejectsAZeroLengthRun() {
         assertStatus(validated([.modify(1, 0)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsANonZeroReservedField() {
+    @Test func validateRejectsANonZeroReservedField() {
         assertStatus(validated([Run(op: 4, start: 1, length: 1, reserved: 0x8000_0000)], old: 5, new: 5),
                      COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsADestinationOutsideMove() {
+    @Test func validateRejectsADestinationOutsideMove() {
         assertStatus(validated([Run(op: 4, start: 1, length: 1, to: 2)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsOverlappingRunsOfOneOp() {
+    @Test func validateRejectsOverlappingRunsOfOneOp() {
         assertStatus(validated([.remove(0, 3), .remove(2, 3)], old: 10, new: 5), COBS_INVALID_ARGUMENT)
         assertStatus(validated([.modify(0, 3), .modify(2)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsARemovalThatIsAlsoAMoveSource() {
+    @Test func validateRejectsARemovalThatIsAlsoAMoveSource() {
         assertStatus(validated([.remove(2), .insert(0), .move(2, to: 4)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsAnInsertionThatIsAlsoAMoveDestination() {
+    @Test func validateRejectsAnInsertionThatIsAlsoAMoveDestination() {
         assertStatus(validated([.remove(4), .insert(1), .move(0, to: 1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsMoveDestinationsThatOverlap() {
+    @Test func validateRejectsMoveDestinationsThatOverlap() {
         assertStatus(validated([.move(0, to: 3), .move(1, to: 3)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
         // The same with more moves than are checked pairwise (the sorting path).
         var runs = (0..<20).map { Run.move(UInt64($0), to: UInt64(19 - $0)) }
@@ -160,11 +160,11 @@ final class ChangesEncoderTests: XCTestCase {
         assertStatus(validated(overInsert, old: 21, new: 21), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsAModificationOfAnInsertedIndex() {
+    @Test func validateRejectsAModificationOfAnInsertedIndex() {
         assertStatus(validated([.insert(2), .modify(2)], old: 5, new: 6), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsIndicesOutOfRange() {
+    @Test func validateRejectsIndicesOutOfRange() {
         assertStatus(validated([.remove(4, 2)], old: 5, new: 3), COBS_INVALID_ARGUMENT)   // beyond old
         assertStatus(validated([.insert(5)], old: 4, new: 5), COBS_INVALID_ARGUMENT)      // beyond new
         assertStatus(validated([.move(5, to: 0)], old: 5, new: 5), COBS_INVALID_ARGUMENT) // source beyond old
@@ -174,13 +174,13 @@ final class ChangesEncoderTests: XCTestCase {
         assertStatus(validated([.insert(.max, 2)], old: 0, new: 2), COBS_INVALID_ARGUMENT)  // overflow
     }
 
-    func testValidateRejectsInconsistentCounts() {
+    @Test func validateRejectsInconsistentCounts() {
         assertStatus(validated([.remove(1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
         assertStatus(validated([.insert(1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
         assertStatus(validated([.remove(1), .insert(0, 2)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsNonCanonicalOrder() {
+    @Test func validateRejectsNonCanonicalOrder() {
         // Ops out of order.
         assertStatus(validated([.insert(0), .remove(0)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
         assertStatus(validated([.modify(0), .move(1, to: 2), .move(2, to: 1)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
@@ -194,11 +194,11 @@ final class ChangesEncoderTests: XCTestCase {
         assertStatus(validated([.move(0, to: 3), .move(1, to: 4)], old: 5, new: 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateRejectsNullRunsWithACount() {
+    @Test func validateRejectsNullRunsWithACount() {
         assertStatus(cobs_changes_validate(nil, 1, 5, 5), COBS_INVALID_ARGUMENT)
     }
 
-    func testValidateNeverLooksPastTheGivenCount() {
+    @Test func validateNeverLooksPastTheGivenCount() {
         // Only the first run counts; the second, which would break everything, is not read.
         let runs: [Run] = [.remove(0), Run(op: 77, start: .max, length: 0, reserved: 9)]
         let buffer = runs.map(\.c)

@@ -16,7 +16,7 @@
 
 import CObserveCore
 import Foundation
-import XCTest
+import Testing
 
 /// MurmurHash3's fmix64, as the C core's `mix64` (cobs_internal.h): the model an adversary has.
 private func fmix64(_ value: UInt64) -> UInt64 {
@@ -84,20 +84,20 @@ private func longestRun(_ buckets: [DumpedBucket?]) -> Int {
     return min(longest, buckets.count)
 }
 
-final class HashFloodingTests: XCTestCase {
+@Suite struct HashFloodingTests {
     /// Seeds for the tables under test: fixed ones (reproducible) and nil (arc4random_buf, as
     /// every real table gets).
     private let seeds: [UInt64?] = [1, 0xDEAD_BEEF, 0x0123_4567_89AB_CDEF, publicSeed ^ 1, nil, nil, nil]
 
     // MARK: The model of the hash
 
-    func testTheAdversarysModelOfTheHashMatchesTheCore() throws {
+    @Test func theAdversarysModelOfTheHashMatchesTheCore() throws {
         // Without this, the "collide under a known seed" tests below would prove nothing.
         let reg = TestRegistry(seed: publicSeed)
         let object: UInt = 0x7F3A_0000_1230
         reg.insert(makeKey(object, 0, 0), 0)
         let home = try buckets(of: reg).firstIndex { $0 != nil }!
-        XCTAssertEqual(UInt64(home), fmix64(UInt64(object) ^ publicSeed) >> UInt64(64 - 4), "16 buckets: top 4 bits")
+        #expect(UInt64(home) == fmix64(UInt64(object) ^ publicSeed) >> UInt64(64 - 4), "16 buckets: top 4 bits")
     }
 
     // MARK: Registry: address patterns
@@ -105,12 +105,12 @@ final class HashFloodingTests: XCTestCase {
     /// Addresses an adversary computed to share one home bucket under a seed it knows: the attack
     /// works against a table that uses that seed (so the pattern is a real flood), and does
     /// nothing against any other seed.
-    func testAddressesThatCollideUnderAKnownSeedSpreadUnderEveryOther() throws {
+    @Test func addressesThatCollideUnderAKnownSeedSpreadUnderEveryOther() throws {
         let objects = collidingAddresses(count: 1_000, seed: publicSeed, bits: 12)
 
         let attacked = TestRegistry(seed: publicSeed)
         for (n, object) in objects.enumerated() { assertStatus(attacked.insert(makeKey(object, 1), cobs_slot(n)), COBS_OK) }
-        XCTAssertGreaterThanOrEqual(attacked.stats.max_displacement, 999, "the flood is real under the known seed")
+        #expect(attacked.stats.max_displacement >= 999, "the flood is real under the known seed")
         attacked.assertInvariants()
 
         var worst = 0
@@ -121,9 +121,10 @@ final class HashFloodingTests: XCTestCase {
             // 1,000 entries in 2,048 buckets (load 0.49): a uniform hash gives a longest
             // displacement around 10-15 (36 at worst over 2,000 seeds, measured) and a longest run
             // around 30.
-            XCTAssertLessThan(stats.max_displacement, 64, "seed \(String(describing: seed))")
-            XCTAssertLessThan(try longestRun(buckets(of: reg)), 96, "seed \(String(describing: seed))")
-            XCTAssertEqual(reg.find(makeKey(objects[500], 1)), 500)
+            #expect(stats.max_displacement < 64, "seed \(String(describing: seed))")
+            let run = try longestRun(buckets(of: reg))
+            #expect(run < 96, "seed \(String(describing: seed))")
+            #expect(reg.find(makeKey(objects[500], 1)) == 500)
             reg.assertInvariants()
             worst = max(worst, stats.max_displacement)
         }
@@ -135,7 +136,7 @@ final class HashFloodingTests: XCTestCase {
     /// page-aligned objects spread over 1 GiB strides, near the 3/4 load limit, under several seeds.
     /// (Sizes are kept where the debug build's per-mutation invariant check stays cheap: it is
     /// O(capacity) after every insert.)
-    func testPageAlignedAndHighBitOnlyAddressesStayNearTheUniformBound() throws {
+    @Test func pageAlignedAndHighBitOnlyAddressesStayNearTheUniformBound() throws {
         let count = 6_000   // 8,192 buckets: load 0.73, just under 3/4
         let patterns: [(String, [UInt])] = [
             ("page-aligned", (0..<count).map { 0x7F00_0000_0000 + UInt($0) << 12 }),
@@ -149,22 +150,22 @@ final class HashFloodingTests: XCTestCase {
                 let reg = TestRegistry(seed: seed)
                 for (n, object) in objects.enumerated() { reg.insert(makeKey(object, 0), cobs_slot(n)) }
                 let stats = reg.stats
-                XCTAssertEqual(stats.capacity, 8_192)
+                #expect(stats.capacity == 8_192)
                 let run = try longestRun(buckets(of: reg))
                 // At load 0.73, linear probing with a uniform hash has a mean displacement of ~1.4
                 // and a longest one of 64 on average (133 at worst over 200 seeds, measured for
                 // page-aligned addresses): twice the worst is the bound for one table, and the
                 // average over the four tables must stay near the average.
-                XCTAssertLessThan(stats.max_displacement, 260, "\(name), seed \(String(describing: seed))")
-                XCTAssertLessThan(Double(stats.total_displacement) / Double(stats.count), 2.5, "\(name): mean")
-                XCTAssertLessThan(run, 400, "\(name), seed \(String(describing: seed)): longest run")
-                for n in stride(from: 0, to: objects.count, by: 997) { XCTAssertEqual(reg.find(makeKey(objects[n], 0)), cobs_slot(n)) }
+                #expect(stats.max_displacement < 260, "\(name), seed \(String(describing: seed))")
+                #expect(Double(stats.total_displacement) / Double(stats.count) < 2.5, "\(name): mean")
+                #expect(run < 400, "\(name), seed \(String(describing: seed)): longest run")
+                for n in stride(from: 0, to: objects.count, by: 997) { #expect(reg.find(makeKey(objects[n], 0)) == cobs_slot(n)) }
                 reg.assertInvariants()
                 worst = max(worst, stats.max_displacement)
                 worstRun = max(worstRun, run)
                 sum += stats.max_displacement
             }
-            XCTAssertLessThan(sum / 4, 120, "\(name): mean longest displacement over four seeds")
+            #expect(sum / 4 < 120, "\(name): mean longest displacement over four seeds")
             report.append("\(name): max probe \(worst + 1), longest run \(worstRun)")
         }
         print("hash flooding (registry, \(count) objects at load 0.73, 4 seeds): " + report.joined(separator: "; "))
@@ -178,7 +179,7 @@ final class HashFloodingTests: XCTestCase {
     /// in that run walks to its end: the cost is the run's length, paid only by the objects homed
     /// in it, and it goes away with the object. (1,000 rather than more: the debug build verifies
     /// the table after every insert, and a run of N makes that check O(N^2).)
-    func testOneObjectWithThousandsOfKeysAndContextsCostsOneRunAndGoesAway() throws {
+    @Test func oneObjectWithThousandsOfKeysAndContextsCostsOneRunAndGoesAway() throws {
         let big: UInt = 0x7F00_1234_5670
         let bigEntries = 1_000
         let others = (0..<8_000).map { 0x7F80_0000_0000 + UInt($0) * 48 }
@@ -208,22 +209,22 @@ final class HashFloodingTests: XCTestCase {
             // the run, which can only join its end. At load a that is about N / (1 - a): here
             // 9,000 entries in 16,384 buckets (a = 0.55), about 2.2 N.
             let load = Double(reg.count) / Double(capacity)
-            XCTAssertGreaterThanOrEqual(bigWalk, bigEntries)
-            XCTAssertLessThan(Double(bigWalk), 1.5 * Double(bigEntries) / (1 - load), "seed \(String(describing: seed))")
+            #expect(bigWalk >= bigEntries)
+            #expect(Double(bigWalk) < 1.5 * Double(bigEntries) / (1 - load), "seed \(String(describing: seed))")
             // Others: at most that run plus an ordinary tail (runs do not compound), and only those
             // homed inside it (about a * run of them).
-            XCTAssertLessThanOrEqual(otherWalks.max()!, bigWalk + 400, "seed \(String(describing: seed))")
+            #expect(otherWalks.max()! <= bigWalk + 400, "seed \(String(describing: seed))")
             let affected = otherWalks.filter { $0 >= 200 }.count
-            XCTAssertLessThan(affected, bigWalk, "only objects homed in the run pay for it")
-            XCTAssertEqual(reg.lookup(big, 24, capacity: 4_096).count, bigEntries / 25)
-            XCTAssertEqual(reg.find(makeKey(others[4_321], 7)), 4_321)
+            #expect(affected < bigWalk, "only objects homed in the run pay for it")
+            #expect(reg.lookup(big, 24, capacity: 4_096).count == bigEntries / 25)
+            #expect(reg.find(makeKey(others[4_321], 7)) == 4_321)
 
             // Removing the object removes the flood: no tombstones, the tail is ordinary again.
             let removed = reg.removeObject(big, capacity: bigEntries)
             assertStatus(removed.status, COBS_OK)
-            XCTAssertEqual(removed.count, bigEntries)
+            #expect(removed.count == bigEntries)
             let after = try longestRun(buckets(of: reg))
-            XCTAssertLessThan(after, 400, "after remove_object, seed \(String(describing: seed))")
+            #expect(after < 400, "after remove_object, seed \(String(describing: seed))")
             reg.assertInvariants()
             if seed == seeds.first! {
                 print("hash flooding (registry, one object with \(bigEntries) (key, context) entries among \(others.count) "
@@ -242,7 +243,7 @@ final class HashFloodingTests: XCTestCase {
 
     /// Page-aligned element addresses (every element object of one size class on its own page)
     /// at the index's 7/8 limit, under several seeds.
-    func testPageAlignedElementsStayNearTheUniformBoundInThePositionIndex() {
+    @Test func pageAlignedElementsStayNearTheUniformBoundInThePositionIndex() {
         let count = 114_000   // 131,072 buckets: load 0.87, just under 7/8
         let ring = TestRing(mask: (1 << 17) - 1)
         var worst = 0, sum = 0
@@ -252,32 +253,32 @@ final class HashFloodingTests: XCTestCase {
             let longest = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
             // Linear probing at load 0.87 with a uniform hash: a longest displacement of 414 on
             // average, 852 at worst over 200 seeds (measured); page alignment must not do worse.
-            XCTAssertLessThan(longest, 1_700, "seed \(seed)")
-            XCTAssertEqual(index.slots(ring, 0x7F00_0000_0000 + UInt(54_321) << 12), [54_321])
+            #expect(longest < 1_700, "seed \(seed)")
+            #expect(index.slots(ring, 0x7F00_0000_0000 + UInt(54_321) << 12) == [54_321])
             index.assertInvariants(ring)
             worst = max(worst, longest)
             sum += longest
         }
-        XCTAssertLessThan(sum / positionSeeds().count, 700, "mean longest displacement over the seeds")
+        #expect(sum / positionSeeds().count < 700, "mean longest displacement over the seeds")
         print("hash flooding (position index, \(count) page-aligned elements at load 0.87): max probe \(worst + 1)")
     }
 
     /// Element addresses an adversary computed to share one home under a known index seed.
-    func testElementsThatCollideUnderAKnownSeedSpreadUnderEveryOther() {
+    @Test func elementsThatCollideUnderAKnownSeedSpreadUnderEveryOther() {
         let known: UInt64 = 0x2B7E_1516_28AE_D2A6   // the index's deterministic seed (digits of e)
         let elements = collidingAddresses(count: 1_000, seed: known, bits: 12)
         let ring = TestRing(mask: 1023)
         let attacked = TestPositions(seed: known)
         for (i, e) in elements.enumerated() { attacked.insert(ring, e, at: UInt32(i)) }
         let flooded = cobs_positions_max_displacement(attacked.raw, ring.pointer, ring.mask)
-        XCTAssertGreaterThanOrEqual(flooded, 999, "the flood is real under the known seed")
+        #expect(flooded >= 999, "the flood is real under the known seed")
         var worst = 0
         for seed in positionSeeds() where seed != known {
             let index = TestPositions(seed: seed)
             for (i, e) in elements.enumerated() { index.insert(ring, e, at: UInt32(i)) }
             let longest = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
-            XCTAssertLessThan(longest, 80, "seed \(seed)")   // 1,000 in 2,048 buckets: ~15, 36 at worst
-            XCTAssertEqual(index.slots(ring, elements[777]), [777])
+            #expect(longest < 80, "seed \(seed)")   // 1,000 in 2,048 buckets: ~15, 36 at worst
+            #expect(index.slots(ring, elements[777]) == [777])
             index.assertInvariants(ring)
             worst = max(worst, longest)
         }
@@ -291,7 +292,7 @@ final class HashFloodingTests: XCTestCase {
     /// each lookup, insertion and removal. The test pins that bound (nothing compounds beyond it)
     /// and that removing the duplicates removes the cost; the report compares it with the same
     /// number of distinct elements.
-    func testOneElementInThousandsOfSlotsCostsOneBucket() {
+    @Test func oneElementInThousandsOfSlotsCostsOneBucket() {
         let ring = TestRing(mask: (1 << 13) - 1)
         let duplicate: UInt = 0x7F55_5555_0000
         let copies = 1_500, distinct = 5_500
@@ -306,13 +307,13 @@ final class HashFloodingTests: XCTestCase {
             let longest = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
             // The copies share one bucket (a record of their slots), so the distinct elements
             // see a table of distinct + 1 entries: no run of 1,500 to walk.
-            XCTAssertLessThan(longest, 300, "one bucket for every copy, seed \(seed)")
-            XCTAssertEqual(index.lookup(ring, duplicate, capacity: copies).count, copies)
-            XCTAssertEqual(index.slots(ring, element(4_321)), [UInt32(copies + 4_321)])
+            #expect(longest < 300, "one bucket for every copy, seed \(seed)")
+            #expect(index.lookup(ring, duplicate, capacity: copies).count == copies)
+            #expect(index.slots(ring, element(4_321)) == [UInt32(copies + 4_321)])
             index.assertInvariants(ring)
             for slot in 0..<copies { assertStatus(index.remove(ring, duplicate, at: UInt32(slot)), COBS_OK) }
             let after = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
-            XCTAssertLessThan(after, 300, "after the duplicates left, seed \(seed)")
+            #expect(after < 300, "after the duplicates left, seed \(seed)")
             index.assertInvariants(ring)
             if seed == 1 {
                 // The same number of entries, all distinct, for comparison.

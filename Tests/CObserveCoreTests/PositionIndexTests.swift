@@ -4,65 +4,65 @@
 
 import CObserveCore
 import SeededRandom
-import XCTest
+import Testing
 
-final class PositionIndexTests: XCTestCase {
+@Suite struct PositionIndexTests {
     /// Distinct, 16-byte-aligned, non-zero "element addresses".
     private func element(_ i: Int) -> UInt { 0x7F00_0000_0000 + UInt(i) * 16 }
 
     // MARK: Entries
 
-    func testInsertedElementIsFoundAtItsSlot() {
+    @Test func insertedElementIsFoundAtItsSlot() {
         let ring = TestRing(mask: 15), index = TestPositions()
         assertStatus(index.insert(ring, element(1), at: 5), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(1)), [5])
-        XCTAssertEqual(index.slots(ring, element(2)), [])
-        XCTAssertEqual(index.count, 1)
+        #expect(index.slots(ring, element(1)) == [5])
+        #expect(index.slots(ring, element(2)) == [])
+        #expect(index.count == 1)
         index.assertInvariants(ring)
     }
 
-    func testElementInSeveralSlotsIsFoundInEach() {
+    @Test func elementInSeveralSlotsIsFoundInEach() {
         let ring = TestRing(mask: 31), index = TestPositions()
         for slot: UInt32 in [3, 9, 10, 30] { index.insert(ring, element(7), at: slot) }
         index.insert(ring, element(8), at: 4)
-        XCTAssertEqual(index.slots(ring, element(7)), [3, 9, 10, 30])
-        XCTAssertEqual(index.slots(ring, element(8)), [4])
+        #expect(index.slots(ring, element(7)) == [3, 9, 10, 30])
+        #expect(index.slots(ring, element(8)) == [4])
         assertStatus(index.remove(ring, element(7), at: 9), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(7)), [3, 10, 30])
-        XCTAssertEqual(index.count, 4)
+        #expect(index.slots(ring, element(7)) == [3, 10, 30])
+        #expect(index.count == 4)
         index.assertInvariants(ring)
     }
 
-    func testRemoveForgetsOnlyThatSlotEvenAfterTheRingWasOverwritten() {
+    @Test func removeForgetsOnlyThatSlotEvenAfterTheRingWasOverwritten() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 2)
         index.insert(ring, element(1), at: 3)
         ring[2] = element(99)   // the array replaced the element first, then tells the index
         assertStatus(index.remove(ring, element(1), at: 2), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(1)), [3])
+        #expect(index.slots(ring, element(1)) == [3])
         assertStatus(index.remove(ring, element(1), at: 2), COBS_NOT_FOUND)
         index.assertInvariants(ring)
     }
 
-    func testMoveRewritesOneEntry() {
+    @Test func moveRewritesOneEntry() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 2)
         index.insert(ring, element(1), at: 6)
         assertStatus(index.move(ring, element(1), from: 2, to: 11), COBS_OK)
         ring[2] = 0
-        XCTAssertEqual(index.slots(ring, element(1)), [6, 11])
+        #expect(index.slots(ring, element(1)) == [6, 11])
         assertStatus(index.move(ring, element(1), from: 2, to: 12), COBS_NOT_FOUND)
         index.assertInvariants(ring)
     }
 
-    func testLookupIgnoresStaleAddressesInSlotsWithoutAnEntry() {
+    @Test func lookupIgnoresStaleAddressesInSlotsWithoutAnEntry() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 0)
         for slot: UInt32 in 1...15 { ring[slot] = element(1) }   // stale copies, never recorded
-        XCTAssertEqual(index.slots(ring, element(1)), [0])
+        #expect(index.slots(ring, element(1)) == [0])
     }
 
-    func testInsertingAtTheFrontOfTheRingNeedsNoUpdates() {
+    @Test func insertingAtTheFrontOfTheRingNeedsNoUpdates() {
         // An array of 8 elements with head 4 in a ring of 16; inserting at index 0 puts the new
         // element in slot head - 1 = 3 and changes no other entry.
         let ring = TestRing(mask: 15), index = TestPositions()
@@ -71,14 +71,14 @@ final class PositionIndexTests: XCTestCase {
         let before = (0..<8).map { index.slots(ring, element($0)) }
         head = (head &- 1) & ring.mask
         assertStatus(index.insert(ring, element(100), at: head), COBS_OK)   // the only call
-        XCTAssertEqual((0..<8).map { index.slots(ring, element($0)) }, before)
+        #expect((0..<8).map { index.slots(ring, element($0)) } == before)
         // Logical indices follow from the slots: (slot - head) & mask.
-        XCTAssertEqual(index.slots(ring, element(100)).map { ($0 &- head) & ring.mask }, [0])
-        XCTAssertEqual(index.slots(ring, element(5)).map { ($0 &- head) & ring.mask }, [6])
+        #expect(index.slots(ring, element(100)).map { ($0 &- head) & ring.mask } == [0])
+        #expect(index.slots(ring, element(5)).map { ($0 &- head) & ring.mask } == [6])
         index.assertInvariants(ring)
     }
 
-    func testABlockShiftIsRecordedWithoutTouchingEntriesAndLookupsFollowIt() {
+    @Test func aBlockShiftIsRecordedWithoutTouchingEntriesAndLookupsFollowIt() {
         // A middle insertion of 3 elements into a ring of 60: the 20 elements after index 40 move
         // 3 slots up (as the array moves the shorter side), then 10 from the front move 2 down.
         let ring = TestRing(mask: 127)
@@ -90,26 +90,26 @@ final class PositionIndexTests: XCTestCase {
         for i in 0..<10 { ring[UInt32((i - 2) & 127)] = ring[UInt32(i)] }
         assertStatus(cobs_positions_shift(index.raw, ring.mask, 0, 10, -2), COBS_OK)
         for slot in [8, 9] as [UInt32] { ring[slot] = 0 }
-        XCTAssertEqual(index.slots(ring, element(0)), [126])
-        XCTAssertEqual(index.slots(ring, element(9)), [7])
-        XCTAssertEqual(index.slots(ring, element(39)), [39])
-        XCTAssertEqual(index.slots(ring, element(40)), [43])
-        XCTAssertEqual(index.slots(ring, element(59)), [62])
-        XCTAssertEqual(index.slots(ring, element(101)), [41])
+        #expect(index.slots(ring, element(0)) == [126])
+        #expect(index.slots(ring, element(9)) == [7])
+        #expect(index.slots(ring, element(39)) == [39])
+        #expect(index.slots(ring, element(40)) == [43])
+        #expect(index.slots(ring, element(59)) == [62])
+        #expect(index.slots(ring, element(101)) == [41])
         // Removing and moving take current slots, through the log.
         assertStatus(index.remove(ring, element(59), at: 62), COBS_OK)
         ring[62] = 0
         assertStatus(cobs_positions_move(index.raw, ring.mask, element(0), 126, 62), COBS_OK)
         ring[62] = element(0)
         ring[126] = 0
-        XCTAssertEqual(index.slots(ring, element(0)), [62])
-        XCTAssertEqual(cobs_positions_count(index.raw), 62)
+        #expect(index.slots(ring, element(0)) == [62])
+        #expect(cobs_positions_count(index.raw) == 62)
         index.assertInvariants(ring)
         // While the log holds records the ring may not change size; a rebuild empties the log.
         assertStatus(cobs_positions_shift(index.raw, 255, 0, 1, 1), COBS_INVALID_ARGUMENT)
     }
 
-    func testAFullShiftLogAsksForARebuild() {
+    @Test func aFullShiftLogAsksForARebuild() {
         let ring = TestRing(mask: 255)
         let index = TestPositions()
         for i in 0..<100 { assertStatus(index.insert(ring, element(i), at: UInt32(i)), COBS_OK) }
@@ -133,16 +133,16 @@ final class PositionIndexTests: XCTestCase {
             assertStatus(cobs_positions_shift(index.raw, ring.mask, head, 50, 1), COBS_OK)
             recorded += 1
             head = (head + 1) & 255
-            XCTAssertEqual(index.slots(ring, element(0)), [head])
-            XCTAssertEqual(index.slots(ring, element(99)), [(head + 99) & 255])
+            #expect(index.slots(ring, element(0)) == [head])
+            #expect(index.slots(ring, element(99)) == [(head + 99) & 255])
         }
-        XCTAssertEqual(recorded, 32, "the log of a small index holds 32 block moves")
+        #expect(recorded == 32, "the log of a small index holds 32 block moves")
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 100), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(50)), [(head + 50) & 255])
+        #expect(index.slots(ring, element(50)) == [(head + 50) & 255])
         index.assertInvariants(ring)
     }
 
-    func testTheShiftLogOfALargeIndexHoldsMoreBlockMoves() {
+    @Test func theShiftLogOfALargeIndexHoldsMoreBlockMoves() {
         // 100,000 entries: a rebuild costs 100,000 probes, so the log takes 128 block moves.
         let count = 100_000, ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
         for i in 0..<count { ring[UInt32(i)] = element(i) }
@@ -161,16 +161,16 @@ final class PositionIndexTests: XCTestCase {
             recorded += 1
             end += 1
         }
-        XCTAssertEqual(recorded, 128, "the log of a 100,000-entry index holds 128 block moves")
+        #expect(recorded == 128, "the log of a 100,000-entry index holds 128 block moves")
         // The refused move left the index behind the ring: the caller rebuilds.
         ring[end - 10] = element(count + recorded)
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count + recorded + 1), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(count - 1)), [end], "the last element followed every move")
-        XCTAssertEqual(index.slots(ring, element(0)), [0])
+        #expect(index.slots(ring, element(count - 1)) == [end], "the last element followed every move")
+        #expect(index.slots(ring, element(0)) == [0])
         index.assertInvariants(ring)
     }
 
-    func testRebuildAfterTheRingIsReallocated() {
+    @Test func rebuildAfterTheRingIsReallocated() {
         let small = TestRing(mask: 7), index = TestPositions()
         var head: UInt32 = 6
         for i in 0..<8 { index.insert(small, element(i % 5), at: (head + UInt32(i)) & small.mask) }
@@ -179,66 +179,66 @@ final class PositionIndexTests: XCTestCase {
         for i in 0..<8 { large[UInt32(i)] = small[(head + UInt32(i)) & small.mask] }
         head = 0
         assertStatus(cobs_positions_rebuild(index.raw, large.pointer, large.mask, head, 8), COBS_OK)
-        XCTAssertEqual(index.count, 8)
+        #expect(index.count == 8)
         for e in 0..<5 {
-            XCTAssertEqual(index.slots(large, element(e)), (0..<8).filter { $0 % 5 == e }.map(UInt32.init))
+            #expect(index.slots(large, element(e)) == (0..<8).filter { $0 % 5 == e }.map(UInt32.init))
         }
         index.assertInvariants(large)
     }
 
-    func testRebuildFromAWrappedRingAndAfterSorting() {
+    @Test func rebuildFromAWrappedRingAndAfterSorting() {
         let ring = TestRing(mask: 15), index = TestPositions()
         let head: UInt32 = 12
         for i in 0..<10 { ring[(head + UInt32(i)) & ring.mask] = element(9 - i) }
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 10), COBS_OK)
-        for i in 0..<10 { XCTAssertEqual(index.slots(ring, element(9 - i)), [(head + UInt32(i)) & ring.mask]) }
+        for i in 0..<10 { #expect(index.slots(ring, element(9 - i)) == [(head + UInt32(i)) & ring.mask]) }
         // "Sort": rewrite the ring in place, then rebuild.
         for i in 0..<10 { ring[(head + UInt32(i)) & ring.mask] = element(i) }
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, head, 10), COBS_OK)
-        for i in 0..<10 { XCTAssertEqual(index.slots(ring, element(i)), [(head + UInt32(i)) & ring.mask]) }
+        for i in 0..<10 { #expect(index.slots(ring, element(i)) == [(head + UInt32(i)) & ring.mask]) }
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 0), COBS_OK)
-        XCTAssertEqual(index.count, 0)
+        #expect(index.count == 0)
         index.assertInvariants(ring)
     }
 
-    func testClearForgetsEverythingAndKeepsTheAllocation() {
+    @Test func clearForgetsEverythingAndKeepsTheAllocation() {
         let ring = TestRing(mask: 63), index = TestPositions()
         for i in 0..<40 { index.insert(ring, element(i), at: UInt32(i)) }
         let bytes = index.bytes
         cobs_positions_clear(index.raw)
-        XCTAssertEqual(index.count, 0)
-        XCTAssertEqual(index.bytes, bytes)
-        XCTAssertEqual(index.slots(ring, element(3)), [])
+        #expect(index.count == 0)
+        #expect(index.bytes == bytes)
+        #expect(index.slots(ring, element(3)) == [])
         index.assertInvariants(ring)
         cobs_positions_clear(nil)
-        XCTAssertEqual(cobs_positions_count(nil), 0)
-        XCTAssertEqual(cobs_positions_bytes(nil), 0)
+        #expect(cobs_positions_count(nil) == 0)
+        #expect(cobs_positions_bytes(nil) == 0)
     }
 
     // MARK: Growth
 
-    func testIndexGrowsPastItsCapacityHint() {
+    @Test func indexGrowsPastItsCapacityHint() {
         let ring = TestRing(mask: 4095), index = TestPositions(capacityHint: 4)
         let initialBytes = index.bytes
         for i in 0..<3000 {
             assertStatus(index.insert(ring, element(i % 1000), at: UInt32(i)), COBS_OK)
         }
-        XCTAssertGreaterThan(index.bytes, initialBytes)
-        XCTAssertEqual(index.count, 3000)
-        XCTAssertEqual(index.slots(ring, element(7)), [7, 1007, 2007])
+        #expect(index.bytes > initialBytes)
+        #expect(index.count == 3000)
+        #expect(index.slots(ring, element(7)) == [7, 1007, 2007])
         index.assertInvariants(ring)
     }
 
-    func testCapacityHintAvoidsGrowth() {
+    @Test func capacityHintAvoidsGrowth() {
         let ring = TestRing(mask: 1023), index = TestPositions(capacityHint: 1000)
         let bytes = index.bytes
         for i in 0..<1000 { index.insert(ring, element(i), at: UInt32(i)) }
-        XCTAssertEqual(index.bytes, bytes)
+        #expect(index.bytes == bytes)
     }
 
     // MARK: Random churn against a model
 
-    func testRandomChurnAgreesWithADictionaryModelAndKeepsItsInvariants() {
+    @Test func randomChurnAgreesWithADictionaryModelAndKeepsItsInvariants() {
         var rng = SplitMix64(seed: 0xC4_0C4_0C4)
         let ring = TestRing(mask: 511), index = TestPositions(seed: 0x1234_5678)
         var model: [UInt: Set<UInt32>] = [:]   // element -> slots
@@ -275,18 +275,18 @@ final class PositionIndexTests: XCTestCase {
                 model[owner]!.remove(from)
                 model[owner]!.insert(to)
             default:
-                XCTAssertEqual(Set(index.slots(ring, e)), model[e] ?? [], "step \(step)")
+                expectEqual(Set(index.slots(ring, e)), model[e] ?? [], "step \(step)")
             }
             if step % 500 == 0 { index.assertInvariants(ring) }
         }
-        XCTAssertEqual(index.count, occupied.count)
-        for i in 0..<64 { XCTAssertEqual(Set(index.slots(ring, element(i))), model[element(i)] ?? []) }
+        #expect(index.count == occupied.count)
+        for i in 0..<64 { #expect(Set(index.slots(ring, element(i))) == (model[element(i)] ?? [])) }
         index.assertInvariants(ring)
     }
 
     // MARK: Many copies of one element
 
-    func testTwentyThousandCopiesOfOneElementShareOneBucketAndStayO1PerCopy() {
+    @Test func twentyThousandCopiesOfOneElementShareOneBucketAndStayO1PerCopy() {
         var rng = SplitMix64(seed: 0xD0B1_E5)
         let ring = TestRing(mask: (1 << 15) - 1), index = TestPositions()
         let repeated = element(7)
@@ -300,10 +300,9 @@ final class PositionIndexTests: XCTestCase {
                 slots.append(slot)
             }
         }
-        XCTAssertEqual(index.count, 21_000, "every copy is an entry")
-        XCTAssertLessThan(cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask), 32,
-                          "one bucket for all the copies: no cluster for the others to walk")
-        XCTAssertEqual(index.lookup(ring, repeated, capacity: 32_768).slots, slots)
+        #expect(index.count == 21_000, "every copy is an entry")
+        #expect(cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask) < 32, "one bucket for all the copies: no cluster for the others to walk")
+        #expect(index.lookup(ring, repeated, capacity: 32_768).slots == slots)
         assertStatus(index.insert(ring, repeated, at: slots[123]), COBS_INVALID_ARGUMENT, "a copy is recorded once")
         index.assertInvariants(ring)
         // Move some copies into free slots, remove most in random order, down to one and to none.
@@ -320,14 +319,14 @@ final class PositionIndexTests: XCTestCase {
             ring[slot] = 0
             if slots.count % 4_999 == 0 { index.assertInvariants(ring) }
         }
-        XCTAssertEqual(index.lookup(ring, repeated).slots, slots, "one copy left: a plain entry again")
+        #expect(index.lookup(ring, repeated).slots == slots, "one copy left: a plain entry again")
         assertStatus(index.remove(ring, repeated, at: slots[0]), COBS_OK)
-        XCTAssertEqual(index.lookup(ring, repeated).count, 0)
-        XCTAssertEqual(index.count, 1_000)
+        #expect(index.lookup(ring, repeated).count == 0)
+        #expect(index.count == 1_000)
         index.assertInvariants(ring)
     }
 
-    func testNoMemoryForADuplicateRecordLeavesTheIndexAsItWas() {
+    @Test func noMemoryForADuplicateRecordLeavesTheIndexAsItWas() {
         let allocator = CountingAllocator()
         let ring = TestRing(mask: 63)
         let index = TestPositions(allocator: allocator.cAllocator)
@@ -335,51 +334,51 @@ final class PositionIndexTests: XCTestCase {
         allocator.failing = true
         assertStatus(index.insert(ring, element(1), at: 2), COBS_NO_MEMORY)   // a second copy needs a record
         ring[2] = 0
-        XCTAssertEqual(index.count, 1)
-        XCTAssertEqual(index.slots(ring, element(1)), [1])
+        #expect(index.count == 1)
+        #expect(index.slots(ring, element(1)) == [1])
         index.assertInvariants(ring)
         allocator.failing = false
         assertStatus(index.insert(ring, element(1), at: 2), COBS_OK)
-        XCTAssertEqual(index.slots(ring, element(1)), [1, 2])
+        #expect(index.slots(ring, element(1)) == [1, 2])
         index.assertInvariants(ring)
     }
 
-    func testRingsAboveTwoToTheThirtyFirstSlotsAreRefused() {
+    @Test func ringsAboveTwoToTheThirtyFirstSlotsAreRefused() {
         let ring = TestRing(mask: 15), index = TestPositions()
         // The mask is only checked, never used to read: a 16-slot ring stands in for a 2^32 one.
         assertStatus(cobs_positions_insert(index.raw, ring.pointer, UInt32.max, element(1), 0), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, UInt32.max, 0, 0), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(index.count, 0)
+        #expect(index.count == 0)
     }
 
     // MARK: At 100,000 elements
 
-    func testMaxDisplacementIsBoundedForOneHundredThousandSequentialAlignedAddresses() {
+    @Test func maxDisplacementIsBoundedForOneHundredThousandSequentialAlignedAddresses() {
         let ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
         for i in 0..<100_000 { index.insert(ring, element(i), at: UInt32(i)) }
         let longest = cobs_positions_max_displacement(index.raw, ring.pointer, ring.mask)
         // At load 100,000 / 131,072 = 0.76, a uniform hash gives a longest probe in the low
         // hundreds at most; sequential addresses must do no worse.
-        XCTAssertLessThan(longest, 300, "longest displacement \(longest)")
-        XCTAssertGreaterThan(longest, 0)
+        #expect(longest < 300, "longest displacement \(longest)")
+        #expect(longest > 0)
         assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, ring.mask), COBS_OK)
     }
 
-    func testBytesPerElementAtOneHundredThousandEntriesIsAtMostSixteen() {
+    @Test func bytesPerElementAtOneHundredThousandEntriesIsAtMostSixteen() {
         let ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
         for i in 0..<100_000 { index.insert(ring, element(i), at: UInt32(i)) }
         let perElement = Double(index.bytes) / 100_000
-        XCTAssertLessThanOrEqual(perElement, 16, "\(perElement) bytes per element")
-        XCTAssertLessThanOrEqual(perElement, 7, "expected 131,072 buckets of 5 bytes: \(perElement)")
+        #expect(perElement <= 16, "\(perElement) bytes per element")
+        #expect(perElement <= 7, "expected 131,072 buckets of 5 bytes: \(perElement)")
         // Worst case, just after a growth: 5 bytes / (7/16) = 11.4 bytes per element.
         let justGrown = TestPositions()
         for i in 0..<(1 << 16) * 7 / 8 + 1 { justGrown.insert(ring, element(i), at: UInt32(i)) }
-        XCTAssertLessThanOrEqual(Double(justGrown.bytes) / Double((1 << 16) * 7 / 8 + 1), 16)
+        #expect(Double(justGrown.bytes) / Double((1 << 16) * 7 / 8 + 1) <= 16)
     }
 
     // MARK: Every status code
 
-    func testInvalidArgumentsAreRejectedAndChangeNothing() {
+    @Test func invalidArgumentsAreRejectedAndChangeNothing() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 4)
         let r = ring.pointer
@@ -422,42 +421,42 @@ final class PositionIndexTests: XCTestCase {
         // create
         var created: OpaquePointer? = OpaquePointer(bitPattern: 0x10)
         assertStatus(cobs_positions_create(Int(UInt32.max) + 2, 1, nil, &created), COBS_INVALID_ARGUMENT)
-        XCTAssertNil(created)
+        #expect(created == nil)
         // check_invariants
         assertStatus(cobs_positions_check_invariants(nil, r, 15), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_positions_check_invariants(index.raw, nil, 15), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_positions_check_invariants(index.raw, r, 10), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(cobs_positions_max_displacement(nil, r, 15), 0)
+        #expect(cobs_positions_max_displacement(nil, r, 15) == 0)
         // Nothing changed.
-        XCTAssertEqual(index.count, 1)
-        XCTAssertEqual(index.slots(ring, element(1)), [4])
+        #expect(index.count == 1)
+        #expect(index.slots(ring, element(1)) == [4])
         index.assertInvariants(ring)
     }
 
-    func testAbsentEntriesAreNotFound() {
+    @Test func absentEntriesAreNotFound() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 4)
         assertStatus(index.remove(ring, element(1), at: 5), COBS_NOT_FOUND)
         assertStatus(index.remove(ring, element(2), at: 6), COBS_NOT_FOUND)
         assertStatus(cobs_positions_move(index.raw, 15, element(2), 4, 5), COBS_NOT_FOUND)
-        XCTAssertEqual(index.lookup(ring, element(3)).count, 0)
-        XCTAssertEqual(index.count, 1)
+        #expect(index.lookup(ring, element(3)).count == 0)
+        #expect(index.count == 1)
     }
 
-    func testLookupIntoATooSmallBufferWritesWhatFitsAndTheFullCount() {
+    @Test func lookupIntoATooSmallBufferWritesWhatFitsAndTheFullCount() {
         let ring = TestRing(mask: 15), index = TestPositions()
         for slot: UInt32 in [1, 2, 3, 4, 5] { index.insert(ring, element(1), at: slot) }
         let (status, count, slots) = index.lookup(ring, element(1), capacity: 2)
         assertStatus(status, COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(count, 5)
-        XCTAssertEqual(slots.count, 2)
-        XCTAssert(Set(slots).isSubset(of: [1, 2, 3, 4, 5]))
+        #expect(count == 5)
+        #expect(slots.count == 2)
+        #expect(Set(slots).isSubset(of: [1, 2, 3, 4, 5]))
         var n = 0
         assertStatus(cobs_positions_lookup(index.raw, ring.pointer, ring.mask, element(1), nil, 0, &n), COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(n, 5)
+        #expect(n == 5)
     }
 
-    func testNoMemoryLeavesTheIndexAsItWas() {
+    @Test func noMemoryLeavesTheIndexAsItWas() {
         let allocator = CountingAllocator()
         let ring = TestRing(mask: 63)
         let index = TestPositions(allocator: allocator.cAllocator)   // 16 buckets: 14 entries fit
@@ -467,8 +466,8 @@ final class PositionIndexTests: XCTestCase {
         for i in 0..<20 { ring[UInt32(i)] = element(i) }
         assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 20), COBS_NO_MEMORY)
         for i in 14..<20 { ring[UInt32(i)] = 0 }
-        XCTAssertEqual(index.count, 14)
-        XCTAssertEqual(index.slots(ring, element(3)), [3])
+        #expect(index.count == 14)
+        #expect(index.slots(ring, element(3)) == [3])
         index.assertInvariants(ring)
         allocator.failing = false
         assertStatus(index.insert(ring, element(14), at: 14), COBS_OK)
@@ -478,14 +477,14 @@ final class PositionIndexTests: XCTestCase {
         var alloc = allocator.cAllocator
         allocator.failing = true
         assertStatus(cobs_positions_create(0, 1, &alloc, &created), COBS_NO_MEMORY)
-        XCTAssertNil(created)
+        #expect(created == nil)
         allocator.failing = false
         allocator.failAfter = 1
         assertStatus(cobs_positions_create(0, 1, &alloc, &created), COBS_NO_MEMORY)
-        XCTAssertNil(created)
+        #expect(created == nil)
     }
 
-    func testCheckInvariantsReportsARingThatDisagreesWithTheIndex() {
+    @Test func checkInvariantsReportsARingThatDisagreesWithTheIndex() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 4)
         index.assertInvariants(ring)
@@ -500,7 +499,7 @@ final class PositionIndexTests: XCTestCase {
         assertStatus(cobs_positions_check_invariants(index.raw, smaller.pointer, smaller.mask), COBS_CORRUPT)
     }
 
-    func testGrowthRefusesARingThatBreaksTheRingInvariant() {
+    @Test func growthRefusesARingThatBreaksTheRingInvariant() {
         let ring = TestRing(mask: 31), index = TestPositions()
         for i in 0..<14 { index.insert(ring, element(i), at: UInt32(i)) }
         // The next insertion grows the table, which rehashes by reading the ring. Break one
@@ -509,17 +508,17 @@ final class PositionIndexTests: XCTestCase {
         ring[5] = element(500)
         assertStatus(index.insert(ring, element(20), at: 20), COBS_INVALID_ARGUMENT)
         ring[5] = saved
-        XCTAssertEqual(index.count, 14)
+        #expect(index.count == 14)
         index.assertInvariants(ring)
     }
 
-    func testSeedZeroPicksARandomSeedAndStillWorks() {
+    @Test func seedZeroPicksARandomSeedAndStillWorks() {
         let ring = TestRing(mask: 15), index = TestPositions(seed: 0)
         index.insert(ring, element(1), at: 1)
-        XCTAssertEqual(index.slots(ring, element(1)), [1])
+        #expect(index.slots(ring, element(1)) == [1])
     }
 
-    func testTheIndexFreesEverythingItAllocated() {
+    @Test func theIndexFreesEverythingItAllocated() {
         let allocator = CountingAllocator()
         do {
             let ring = TestRing(mask: 1023)
@@ -527,6 +526,6 @@ final class PositionIndexTests: XCTestCase {
             for i in 0..<1000 { index.insert(ring, element(i), at: UInt32(i)) }
             assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, 10), COBS_OK)
         }
-        XCTAssertEqual(allocator.liveBytes, 0)
+        #expect(allocator.liveBytes == 0)
     }
 }

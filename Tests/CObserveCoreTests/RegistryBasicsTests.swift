@@ -3,90 +3,90 @@
 
 import CObserveCore
 import Foundation
-import XCTest
+import Testing
 
-final class RegistryBasicsTests: XCTestCase {
+@Suite struct RegistryBasicsTests {
     // MARK: Insert, find, remove
 
-    func testInsertedKeyIsFoundWithItsSlot() {
+    @Test func insertedKeyIsFoundWithItsSlot() {
         let reg = TestRegistry()
         assertStatus(reg.insert(makeKey(0x1000, 7, 3), 42), COBS_OK)
-        XCTAssertEqual(reg.find(makeKey(0x1000, 7, 3)), 42)
-        XCTAssertEqual(reg.count, 1)
+        #expect(reg.find(makeKey(0x1000, 7, 3)) == 42)
+        #expect(reg.count == 1)
         reg.assertInvariants()
     }
 
-    func testFindOfAbsentKeyReportsNotFoundAndLeavesOutUntouched() {
+    @Test func findOfAbsentKeyReportsNotFoundAndLeavesOutUntouched() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 7, 3), 42)
         for absent in [makeKey(0x2000, 7, 3), makeKey(0x1000, 8, 3), makeKey(0x1000, 7, 4)] {
             var slot: cobs_slot = 99
             assertStatus(cobs_registry_find(reg.raw, absent, &slot), COBS_NOT_FOUND)
-            XCTAssertEqual(slot, 99)
+            #expect(slot == 99)
         }
     }
 
-    func testInsertingAnExistingKeyReportsExistsAndKeepsTheOriginalSlot() {
+    @Test func insertingAnExistingKeyReportsExistsAndKeepsTheOriginalSlot() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var existing: cobs_slot = 0
         assertStatus(cobs_registry_insert(reg.raw, makeKey(0x1000, 1, 0), 11, &existing), COBS_EXISTS)
-        XCTAssertEqual(existing, 10)
+        #expect(existing == 10)
         assertStatus(cobs_registry_insert(reg.raw, makeKey(0x1000, 1, 0), 12, nil), COBS_EXISTS)
-        XCTAssertEqual(reg.find(makeKey(0x1000, 1, 0)), 10)
-        XCTAssertEqual(reg.count, 1)
+        #expect(reg.find(makeKey(0x1000, 1, 0)) == 10)
+        #expect(reg.count == 1)
     }
 
-    func testSameObjectAndKeyWithDifferentContextsAreDistinctEntries() {
+    @Test func sameObjectAndKeyWithDifferentContextsAreDistinctEntries() {
         let reg = TestRegistry()
         for context: UInt in 0..<5 {
             assertStatus(reg.insert(makeKey(0x1000, 1, context), cobs_slot(100 + context)), COBS_OK)
         }
-        XCTAssertEqual(reg.count, 5)
+        #expect(reg.count == 5)
         for context: UInt in 0..<5 {
-            XCTAssertEqual(reg.find(makeKey(0x1000, 1, context)), cobs_slot(100 + context))
+            #expect(reg.find(makeKey(0x1000, 1, context)) == cobs_slot(100 + context))
         }
-        XCTAssertEqual(reg.remove(makeKey(0x1000, 1, 2)), 102)
-        XCTAssertNil(reg.find(makeKey(0x1000, 1, 2)))
-        XCTAssertEqual(reg.find(makeKey(0x1000, 1, 3)), 103)
+        #expect(reg.remove(makeKey(0x1000, 1, 2)) == 102)
+        #expect(reg.find(makeKey(0x1000, 1, 2)) == nil)
+        #expect(reg.find(makeKey(0x1000, 1, 3)) == 103)
         reg.assertInvariants()
     }
 
-    func testRemoveReturnsTheSlotAndForgetsTheKey() {
+    @Test func removeReturnsTheSlotAndForgetsTheKey() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         reg.insert(makeKey(0x1000, 2, 0), 20)
         var removed: cobs_slot = 0
         assertStatus(cobs_registry_remove(reg.raw, makeKey(0x1000, 1, 0), &removed), COBS_OK)
-        XCTAssertEqual(removed, 10)
-        XCTAssertNil(reg.find(makeKey(0x1000, 1, 0)))
-        XCTAssertEqual(reg.find(makeKey(0x1000, 2, 0)), 20)
-        XCTAssertEqual(reg.count, 1)
+        #expect(removed == 10)
+        #expect(reg.find(makeKey(0x1000, 1, 0)) == nil)
+        #expect(reg.find(makeKey(0x1000, 2, 0)) == 20)
+        #expect(reg.count == 1)
         assertStatus(cobs_registry_remove(reg.raw, makeKey(0x1000, 2, 0), nil), COBS_OK)
-        XCTAssertEqual(reg.count, 0)
+        #expect(reg.count == 0)
     }
 
-    func testRemovingAnAbsentKeyReportsNotFoundAndChangesNothing() {
+    @Test func removingAnAbsentKeyReportsNotFoundAndChangesNothing() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var removed: cobs_slot = 77
         assertStatus(cobs_registry_remove(reg.raw, makeKey(0x1000, 1, 1), &removed), COBS_NOT_FOUND)
-        XCTAssertEqual(removed, 77)
-        XCTAssertEqual(reg.count, 1)
-        XCTAssertEqual(reg.find(makeKey(0x1000, 1, 0)), 10)
+        #expect(removed == 77)
+        #expect(reg.count == 1)
+        #expect(reg.find(makeKey(0x1000, 1, 0)) == 10)
     }
 
-    func testAKeyCanBeInsertedAgainAfterRemoval() {
+    @Test func aKeyCanBeInsertedAgainAfterRemoval() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         reg.remove(makeKey(0x1000, 1, 0))
         assertStatus(reg.insert(makeKey(0x1000, 1, 0), 11), COBS_OK)
-        XCTAssertEqual(reg.find(makeKey(0x1000, 1, 0)), 11)
+        #expect(reg.find(makeKey(0x1000, 1, 0)) == 11)
     }
 
     // MARK: Lookup across contexts
 
-    func testLookupReturnsTheSlotsOfEveryContextOfThatObjectAndKeyOnly() {
+    @Test func lookupReturnsTheSlotsOfEveryContextOfThatObjectAndKeyOnly() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         reg.insert(makeKey(0x1000, 1, 0xAAAA), 11)
@@ -95,51 +95,51 @@ final class RegistryBasicsTests: XCTestCase {
         reg.insert(makeKey(0x2000, 1, 0), 30)  // other object
         let result = reg.lookup(0x1000, 1)
         assertStatus(result.status, COBS_OK)
-        XCTAssertEqual(result.count, 3)
-        XCTAssertEqual(Set(result.slots), [10, 11, 12])
-        XCTAssertEqual(reg.lookup(0x1000, 2).slots, [20])
-        XCTAssertEqual(reg.lookup(0x2000, 1).slots, [30])
+        #expect(result.count == 3)
+        #expect(Set(result.slots) == [10, 11, 12])
+        #expect(reg.lookup(0x1000, 2).slots == [20])
+        #expect(reg.lookup(0x2000, 1).slots == [30])
     }
 
-    func testLookupWithNoMatchesReportsZeroAndOK() {
+    @Test func lookupWithNoMatchesReportsZeroAndOK() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         let missingKey = reg.lookup(0x1000, 9)
         assertStatus(missingKey.status, COBS_OK)
-        XCTAssertEqual(missingKey.count, 0)
+        #expect(missingKey.count == 0)
         let missingObject = reg.lookup(0x3000, 1)
         assertStatus(missingObject.status, COBS_OK)
-        XCTAssertEqual(missingObject.count, 0)
+        #expect(missingObject.count == 0)
     }
 
-    func testLookupIntoAShortBufferWritesAPrefixAndReportsTheFullCount() {
+    @Test func lookupIntoAShortBufferWritesAPrefixAndReportsTheFullCount() {
         let reg = TestRegistry()
         for context: UInt in 0..<6 { reg.insert(makeKey(0x1000, 1, context), cobs_slot(context)) }
         let short = reg.lookup(0x1000, 1, capacity: 4)
         assertStatus(short.status, COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(short.count, 6)
-        XCTAssertEqual(short.slots.count, 4)
-        XCTAssertTrue(Set(short.slots).isSubset(of: Set(0..<6)))
-        XCTAssertEqual(Set(short.slots).count, 4, "the prefix holds distinct matches")
+        #expect(short.count == 6)
+        #expect(short.slots.count == 4)
+        #expect(Set(short.slots).isSubset(of: Set(0..<6)))
+        #expect(Set(short.slots).count == 4, "the prefix holds distinct matches")
         let exact = reg.lookup(0x1000, 1, capacity: 6)
         assertStatus(exact.status, COBS_OK)
-        XCTAssertEqual(Set(exact.slots), Set(0..<6))
+        #expect(Set(exact.slots) == Set(0..<6))
     }
 
-    func testLookupWithZeroCapacityAndNullBufferOnlyCounts() {
+    @Test func lookupWithZeroCapacityAndNullBufferOnlyCounts() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         reg.insert(makeKey(0x1000, 1, 1), 11)
         var count = 0
         assertStatus(cobs_registry_lookup(reg.raw, 0x1000, 1, nil, 0, &count), COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(count, 2)
+        #expect(count == 2)
         assertStatus(cobs_registry_lookup(reg.raw, 0x1000, 5, nil, 0, &count), COBS_OK)
-        XCTAssertEqual(count, 0)
+        #expect(count == 0)
     }
 
     // MARK: Object entries
 
-    func testObjectEntriesListsEveryKeyAndSlotOfTheObjectAndNothingElse() {
+    @Test func objectEntriesListsEveryKeyAndSlotOfTheObjectAndNothingElse() {
         let reg = TestRegistry()
         var expected: [ModelKey: cobs_slot] = [:]
         for key: UInt32 in 0..<4 {
@@ -152,16 +152,16 @@ final class RegistryBasicsTests: XCTestCase {
         reg.insert(makeKey(0x2000, 0, 0), 999)
         let result = reg.objectEntries(0x1000)
         assertStatus(result.status, COBS_OK)
-        XCTAssertEqual(result.count, 12)
+        #expect(result.count == 12)
         var seen: [ModelKey: cobs_slot] = [:]
         for (k, slot) in zip(result.keys, result.slots) {
-            XCTAssertEqual(k.reserved_, 0)
+            #expect(k.reserved_ == 0)
             seen[ModelKey(object: k.object, key: k.key, context: k.context)] = slot
         }
-        XCTAssertEqual(seen, expected)
+        #expect(seen == expected)
     }
 
-    func testObjectEntriesAcceptsKeysOnlySlotsOnlyOrCountOnly() {
+    @Test func objectEntriesAcceptsKeysOnlySlotsOnlyOrCountOnly() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         reg.insert(makeKey(0x1000, 2, 0), 20)
@@ -169,30 +169,30 @@ final class RegistryBasicsTests: XCTestCase {
         var slots = [cobs_slot](repeating: 0, count: 4)
         var count = 0
         assertStatus(cobs_registry_object_entries(reg.raw, 0x1000, &keys, nil, 4, &count), COBS_OK)
-        XCTAssertEqual(count, 2)
-        XCTAssertEqual(Set(keys.prefix(2).map(\.key)), [1, 2])
+        #expect(count == 2)
+        #expect(Set(keys.prefix(2).map(\.key)) == [1, 2])
         assertStatus(cobs_registry_object_entries(reg.raw, 0x1000, nil, &slots, 4, &count), COBS_OK)
-        XCTAssertEqual(Set(slots.prefix(2)), [10, 20])
+        #expect(Set(slots.prefix(2)) == [10, 20])
         assertStatus(
             cobs_registry_object_entries(reg.raw, 0x1000, nil, nil, 0, &count), COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(count, 2)
+        #expect(count == 2)
         assertStatus(cobs_registry_object_entries(reg.raw, 0x5000, nil, nil, 0, &count), COBS_OK)
-        XCTAssertEqual(count, 0)
+        #expect(count == 0)
     }
 
-    func testObjectEntriesIntoAShortBufferReportsTheFullCount() {
+    @Test func objectEntriesIntoAShortBufferReportsTheFullCount() {
         let reg = TestRegistry()
         for key: UInt32 in 0..<5 { reg.insert(makeKey(0x1000, key, 0), key) }
         let result = reg.objectEntries(0x1000, capacity: 3)
         assertStatus(result.status, COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(result.count, 5)
-        XCTAssertEqual(result.slots.count, 3)
-        for (k, slot) in zip(result.keys, result.slots) { XCTAssertEqual(k.key, slot) }
+        #expect(result.count == 5)
+        #expect(result.slots.count == 3)
+        for (k, slot) in zip(result.keys, result.slots) { #expect(k.key == slot) }
     }
 
     // MARK: Remove object
 
-    func testRemoveObjectRemovesEveryEntryOfThatObjectAndReturnsTheirSlots() {
+    @Test func removeObjectRemovesEveryEntryOfThatObjectAndReturnsTheirSlots() {
         let reg = TestRegistry()
         for key: UInt32 in 0..<3 {
             for context: UInt in 0..<2 { reg.insert(makeKey(0x1000, key, context), key * 2 + cobs_slot(context)) }
@@ -201,42 +201,42 @@ final class RegistryBasicsTests: XCTestCase {
         reg.insert(makeKey(0x1010, 0, 0), 101)
         let result = reg.removeObject(0x1000)
         assertStatus(result.status, COBS_OK)
-        XCTAssertEqual(result.count, 6)
-        XCTAssertEqual(Set(result.slots), Set(0..<6))
-        XCTAssertEqual(reg.count, 2)
-        XCTAssertEqual(reg.objectEntries(0x1000).count, 0)
-        XCTAssertEqual(reg.find(makeKey(0x2000, 0, 0)), 100)
-        XCTAssertEqual(reg.find(makeKey(0x1010, 0, 0)), 101)
+        #expect(result.count == 6)
+        #expect(Set(result.slots) == Set(0..<6))
+        #expect(reg.count == 2)
+        #expect(reg.objectEntries(0x1000).count == 0)
+        #expect(reg.find(makeKey(0x2000, 0, 0)) == 100)
+        #expect(reg.find(makeKey(0x1010, 0, 0)) == 101)
         reg.assertInvariants()
     }
 
-    func testRemoveObjectIntoAShortBufferRemovesNothingAndReportsTheCountNeeded() {
+    @Test func removeObjectIntoAShortBufferRemovesNothingAndReportsTheCountNeeded() {
         let reg = TestRegistry()
         for key: UInt32 in 0..<5 { reg.insert(makeKey(0x1000, key, 0), key) }
         let short = reg.removeObject(0x1000, capacity: 4)
         assertStatus(short.status, COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(short.count, 5)
-        XCTAssertEqual(reg.count, 5)
-        for key: UInt32 in 0..<5 { XCTAssertEqual(reg.find(makeKey(0x1000, key, 0)), key) }
+        #expect(short.count == 5)
+        #expect(reg.count == 5)
+        for key: UInt32 in 0..<5 { #expect(reg.find(makeKey(0x1000, key, 0)) == key) }
         var count = 0
         assertStatus(cobs_registry_remove_object(reg.raw, 0x1000, nil, 0, &count), COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(count, 5)
-        XCTAssertEqual(reg.count, 5)
+        #expect(count == 5)
+        #expect(reg.count == 5)
         reg.assertInvariants()
     }
 
-    func testRemoveObjectOfAnObjectWithNoEntriesIsOKWithCountZero() {
+    @Test func removeObjectOfAnObjectWithNoEntriesIsOKWithCountZero() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var count = 12345
         assertStatus(cobs_registry_remove_object(reg.raw, 0x2000, nil, 0, &count), COBS_OK)
-        XCTAssertEqual(count, 0)
-        XCTAssertEqual(reg.count, 1)
+        #expect(count == 0)
+        #expect(reg.count == 1)
     }
 
     // MARK: Argument validation
 
-    func testEveryEntryPointRejectsANullRegistry() {
+    @Test func everyEntryPointRejectsANullRegistry() {
         var slot: cobs_slot = 0
         var count = 0
         var key = cobs_key()
@@ -251,11 +251,11 @@ final class RegistryBasicsTests: XCTestCase {
         assertStatus(cobs_registry_remove_object(nil, 0x1000, &slot, 1, &count), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_stats_get(nil, &stats), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_check_invariants(nil), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(cobs_registry_count(nil), 0)
+        #expect(cobs_registry_count(nil) == 0)
         cobs_registry_destroy(nil)  // a no-op, not a crash
     }
 
-    func testEveryEntryPointRejectsObjectZeroWithoutChangingTheTable() {
+    @Test func everyEntryPointRejectsObjectZeroWithoutChangingTheTable() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var slot: cobs_slot = 0
@@ -269,11 +269,11 @@ final class RegistryBasicsTests: XCTestCase {
         assertStatus(
             cobs_registry_object_entries(reg.raw, 0, &key, &slot, 1, &count), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_remove_object(reg.raw, 0, &slot, 1, &count), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(reg.count, 1)
+        #expect(reg.count == 1)
         reg.assertInvariants()
     }
 
-    func testKeyedEntryPointsRejectANonZeroReservedField() {
+    @Test func keyedEntryPointsRejectANonZeroReservedField() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var reserved = makeKey(0x1000, 1, 0)
@@ -282,11 +282,11 @@ final class RegistryBasicsTests: XCTestCase {
         assertStatus(cobs_registry_insert(reg.raw, reserved, 1, nil), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_find(reg.raw, reserved, &slot), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_remove(reg.raw, reserved, nil), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(reg.count, 1)
-        XCTAssertEqual(reg.find(makeKey(0x1000, 1, 0)), 10)
+        #expect(reg.count == 1)
+        #expect(reg.find(makeKey(0x1000, 1, 0)) == 10)
     }
 
-    func testNullOutputPointersAreRejectedWhereAResultMustBeWritten() {
+    @Test func nullOutputPointersAreRejectedWhereAResultMustBeWritten() {
         let reg = TestRegistry()
         reg.insert(makeKey(0x1000, 1, 0), 10)
         var slot: cobs_slot = 0
@@ -303,70 +303,67 @@ final class RegistryBasicsTests: XCTestCase {
             cobs_registry_object_entries(reg.raw, 0x1000, nil, nil, 1, &count), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_remove_object(reg.raw, 0x1000, nil, 1, &count), COBS_INVALID_ARGUMENT)
         assertStatus(cobs_registry_stats_get(reg.raw, nil), COBS_INVALID_ARGUMENT)
-        XCTAssertEqual(reg.count, 1, "no rejected call removed anything")
+        #expect(reg.count == 1, "no rejected call removed anything")
     }
 
-    func testAnImpossibleCapacityHintIsAnInvalidArgumentAndYieldsNoRegistry() {
+    @Test func anImpossibleCapacityHintIsAnInvalidArgumentAndYieldsNoRegistry() {
         var out: OpaquePointer? = OpaquePointer(bitPattern: 0x1)
         assertStatus(cobs_registry_create(Int.max, &out), COBS_INVALID_ARGUMENT)
-        XCTAssertNil(out)
+        #expect(out == nil)
         out = OpaquePointer(bitPattern: 0x1)
         assertStatus(cobs_registry_create_with(Int.max, 1, nil, &out), COBS_INVALID_ARGUMENT)
-        XCTAssertNil(out)
+        #expect(out == nil)
     }
 
     // MARK: Creation, statistics, names, dump
 
-    func testCreateGivesAnEmptyValidRegistryWithTheMinimumCapacity() {
+    @Test func createGivesAnEmptyValidRegistryWithTheMinimumCapacity() {
         var out: OpaquePointer?
         assertStatus(cobs_registry_create(0, &out), COBS_OK)
-        guard let raw = out else { return XCTFail("no registry") }
+        guard let raw = out else { Issue.record("no registry"); return }
         defer { cobs_registry_destroy(raw) }
         var stats = cobs_registry_stats()
         assertStatus(cobs_registry_stats_get(raw, &stats), COBS_OK)
-        XCTAssertEqual(stats.count, 0)
-        XCTAssertEqual(stats.capacity, 16)
-        XCTAssertEqual(stats.max_displacement, 0)
+        #expect(stats.count == 0)
+        #expect(stats.capacity == 16)
+        #expect(stats.max_displacement == 0)
         assertStatus(cobs_registry_check_invariants(raw), COBS_OK)
     }
 
-    func testStatsReportCountCapacityAndDisplacements() {
+    @Test func statsReportCountCapacityAndDisplacements() {
         let reg = TestRegistry(seed: 0xFEED)
         for i: UInt in 1...10 { reg.insert(makeKey(i * 0x40, 0, 0), cobs_slot(i)) }
         let stats = reg.stats
-        XCTAssertEqual(stats.count, 10)
-        XCTAssertEqual(stats.capacity, 16)
-        XCTAssertLessThanOrEqual(stats.max_displacement, stats.total_displacement)
-        XCTAssertLessThan(stats.max_displacement, 10)
+        #expect(stats.count == 10)
+        #expect(stats.capacity == 16)
+        #expect(stats.max_displacement <= stats.total_displacement)
+        #expect(stats.max_displacement < 10)
     }
 
-    func testStatusNamesAreDistinctAndNameTheirCode() {
+    @Test func statusNamesAreDistinctAndNameTheirCode() {
         let all = [
             COBS_OK, COBS_EXISTS, COBS_NOT_FOUND, COBS_NO_MEMORY, COBS_INVALID_ARGUMENT,
             COBS_BUFFER_TOO_SMALL, COBS_CORRUPT,
         ]
         let names = all.map { String(cString: cobs_status_name($0)) }
-        XCTAssertEqual(
-            names,
-            [
+        #expect(names == [
                 "COBS_OK", "COBS_EXISTS", "COBS_NOT_FOUND", "COBS_NO_MEMORY", "COBS_INVALID_ARGUMENT",
                 "COBS_BUFFER_TOO_SMALL", "COBS_CORRUPT",
             ])
-        XCTAssertFalse(String(cString: cobs_status_name(cobs_status(rawValue: 1234))).isEmpty)
+        #expect(!String(cString: cobs_status_name(cobs_status(rawValue: 1234))).isEmpty)
     }
 
-    func testDumpWritesAHeaderAndOneLinePerBucket() throws {
+    @Test func dumpWritesAHeaderAndOneLinePerBucket() throws {
         let reg = TestRegistry(seed: 1)
         reg.insert(makeKey(0xABCD0, 3, 0x77), 5)
         let text = try dumpText { cobs_registry_dump(reg.raw, $0) }
         let lines = text.split(separator: "\n")
-        XCTAssertEqual(lines.count, 1 + 16)
-        XCTAssertTrue(lines[0].contains("count 1"), String(lines[0]))
-        XCTAssertEqual(lines.filter { $0.contains("empty") }.count, 15)
-        XCTAssertEqual(
-            lines.filter { $0.contains("object 0xabcd0") && $0.contains("key 3") && $0.contains("slot 5") }
-                .count, 1)
+        #expect(lines.count == 1 + 16)
+        #expect(lines[0].contains("count 1"), "\(String(lines[0]))")
+        #expect(lines.filter { $0.contains("empty") }.count == 15)
+        #expect(lines.filter { $0.contains("object 0xabcd0") && $0.contains("key 3") && $0.contains("slot 5") }
+                .count == 1)
         let null = try dumpText { cobs_registry_dump(nil, $0) }
-        XCTAssertTrue(null.contains("(null)"))
+        #expect(null.contains("(null)"))
     }
 }

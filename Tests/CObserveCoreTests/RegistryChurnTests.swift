@@ -6,9 +6,9 @@
 import CObserveCore
 import SeededRandom
 import Foundation
-import XCTest
+import Testing
 
-final class RegistryChurnTests: XCTestCase {
+@Suite struct RegistryChurnTests {
     /// 48 objects x 4 keys x 3 contexts = 576 possible keys. The objects mix consecutive
     /// 16-byte-aligned addresses with addresses that differ only in high bits.
     private static let objects: [UInt] =
@@ -20,7 +20,7 @@ final class RegistryChurnTests: XCTestCase {
             context: UInt.random(in: 0..<3, using: &rng))
     }
 
-    func testOneHundredThousandRandomOperationsAgreeWithADictionaryModel() {
+    @Test func oneHundredThousandRandomOperationsAgreeWithADictionaryModel() {
         let reg = TestRegistry(seed: 0xC0FFEE)
         var model: [ModelKey: cobs_slot] = [:]
         var rng = SplitMix64(seed: 42)
@@ -35,48 +35,48 @@ final class RegistryChurnTests: XCTestCase {
                 let status = cobs_registry_insert(reg.raw, k.cKey, nextSlot, &existing)
                 if let old = model[k] {
                     assertStatus(status, COBS_EXISTS)
-                    XCTAssertEqual(existing, old)
+                    expectEqual(existing, old, "op \(op): existing slot")
                 } else {
                     assertStatus(status, COBS_OK)
                     model[k] = nextSlot
                 }
                 nextSlot &+= 1
             case 45..<85:  // remove
-                XCTAssertEqual(reg.remove(k.cKey), model.removeValue(forKey: k))
+                expectEqual(reg.remove(k.cKey), model.removeValue(forKey: k), "op \(op): remove")
             case 85..<95:  // find + lookup
-                XCTAssertEqual(reg.find(k.cKey), model[k])
+                expectEqual(reg.find(k.cKey), model[k], "op \(op): find")
                 let expected = model.filter { $0.key.object == k.object && $0.key.key == k.key }
                 let result = reg.lookup(k.object, k.key)
                 assertStatus(result.status, COBS_OK)
-                XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+                expectEqual(result.slots.sorted(), expected.values.sorted(), "op \(op): lookup")
             default:  // remove_object (rarely, or the model would stay nearly empty)
                 if op % 4 == 0 {
                     let expected = model.filter { $0.key.object == k.object }
                     let result = reg.removeObject(k.object)
                     assertStatus(result.status, COBS_OK)
-                    XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+                    expectEqual(result.slots.sorted(), expected.values.sorted(), "op \(op): remove_object")
                     for key in expected.keys { model.removeValue(forKey: key) }
                 } else {
                     let expected = model.filter { $0.key.object == k.object }
                     let result = reg.objectEntries(k.object)
-                    XCTAssertEqual(result.count, expected.count)
-                    XCTAssertEqual(result.slots.sorted(), expected.values.sorted())
+                    expectEqual(result.count, expected.count, "op \(op): object_entries count")
+                    expectEqual(result.slots.sorted(), expected.values.sorted(), "op \(op): object_entries")
                 }
             }
-            XCTAssertEqual(reg.count, model.count)
+            expectEqual(reg.count, model.count, "op \(op): count")
             if op % 1000 == 0 {
                 reg.assertInvariants()
                 let stats = reg.stats
                 maxDisplacementSeen = max(maxDisplacementSeen, stats.max_displacement)
-                XCTAssertLessThanOrEqual(stats.count * 4, stats.capacity * 3)
+                #expect(stats.count * 4 <= stats.capacity * 3)
             }
         }
-        XCTAssertGreaterThan(model.count, 100, "the churn kept a sizeable live set")
-        for (k, slot) in model { XCTAssertEqual(reg.find(k.cKey), slot) }
-        XCTAssertLessThan(maxDisplacementSeen, 64, "probe lengths stayed bounded throughout")
+        #expect(model.count > 100, "the churn kept a sizeable live set")
+        for (k, slot) in model { #expect(reg.find(k.cKey) == slot) }
+        #expect(maxDisplacementSeen < 64, "probe lengths stayed bounded throughout")
     }
 
-    func testProbeLengthsAfterChurnMatchAFreshTableWithTheSameEntries() {
+    @Test func probeLengthsAfterChurnMatchAFreshTableWithTheSameEntries() {
         let seed: UInt64 = 0xBADC_0FFE
         let churned = TestRegistry(seed: seed)
         var live: [ModelKey: cobs_slot] = [:]
@@ -94,24 +94,24 @@ final class RegistryChurnTests: XCTestCase {
             }
         }
         churned.assertInvariants()
-        XCTAssertGreaterThan(live.count, 200)
+        #expect(live.count > 200)
 
         // A fresh table of the same capacity and seed, filled by insertion only.
         let a = churned.stats
         let fresh = TestRegistry(seed: seed, capacityHint: a.capacity * 3 / 4)
         for (k, slot) in live { fresh.insert(k.cKey, slot) }
         let b = fresh.stats
-        XCTAssertEqual(a.count, b.count)
-        XCTAssertEqual(a.capacity, b.capacity)
+        #expect(a.count == b.count)
+        #expect(a.capacity == b.capacity)
         // Under linear probing the set of full buckets, and so the total displacement, depends only
         // on which entries are present, not on the order they arrived in. Backward shift keeps the
         // churned table one that insertion alone could have built, so the totals are EQUAL; any
         // residue of deleted entries (a tombstone, a hole left in a run) would break the equality.
-        XCTAssertEqual(a.total_displacement, b.total_displacement)
-        XCTAssertLessThanOrEqual(a.capacity, 1024, "churn did not inflate the table")
+        #expect(a.total_displacement == b.total_displacement)
+        #expect(a.capacity <= 1024, "churn did not inflate the table")
     }
 
-    func testConstantSizeChurnNeverGrowsTheTableNorLengthensProbes() {
+    @Test func constantSizeChurnNeverGrowsTheTableNorLengthensProbes() {
         let reg = TestRegistry(seed: 77)
         var rng = SplitMix64(seed: 77)
         var queue: [cobs_key] = []
@@ -121,7 +121,7 @@ final class RegistryChurnTests: XCTestCase {
             queue.append(k)
         }
         let capacity = reg.capacity
-        XCTAssertEqual(capacity, 128, "80 entries: load 0.625")
+        #expect(capacity == 128, "80 entries: load 0.625")
         var worst = 0
         var meanSum = 0.0
         var samples = 0
@@ -130,7 +130,7 @@ final class RegistryChurnTests: XCTestCase {
         // would fill the table's empty buckets and every miss would walk the whole table.
         for i in 0..<50_000 {
             let victim = queue.remove(at: Int.random(in: 0..<queue.count, using: &rng))
-            XCTAssertNotNil(reg.remove(victim))
+            if reg.remove(victim) == nil { Issue.record("cycle \(i): \(victim) was not found") }
             let k = makeKey(0xA000_0000 + UInt(i) * 16, UInt32(i % 7), UInt(i % 3))
             assertStatus(reg.insert(k, cobs_slot(i)), COBS_OK)
             queue.append(k)
@@ -141,12 +141,12 @@ final class RegistryChurnTests: XCTestCase {
                 samples += 1
             }
         }
-        XCTAssertEqual(reg.count, 80)
-        XCTAssertEqual(reg.capacity, capacity)
+        #expect(reg.count == 80)
+        #expect(reg.capacity == capacity)
         // At load 0.625 a random hash gives a mean displacement of ~0.83 (Knuth).
-        XCTAssertLessThan(meanSum / Double(samples), 1.5)
-        XCTAssertLessThan(worst, 64, "no probe ever walked half the table")
-        for (i, k) in queue.enumerated() where i % 10 == 0 { XCTAssertNotNil(reg.find(k)) }
+        #expect(meanSum / Double(samples) < 1.5)
+        #expect(worst < 64, "no probe ever walked half the table")
+        for (i, k) in queue.enumerated() where i % 10 == 0 { #expect(reg.find(k) != nil) }
         reg.assertInvariants()
     }
 }

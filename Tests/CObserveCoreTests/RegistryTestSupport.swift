@@ -5,7 +5,7 @@
 import CObserveCore
 import Foundation
 import Synchronization
-import XCTest
+import Testing
 
 /// Builds a registration key (`reserved_` is always 0 here; tests that need it set build the
 /// struct by hand).
@@ -13,16 +13,32 @@ func makeKey(_ object: UInt, _ key: UInt32, _ context: UInt = 0) -> cobs_key {
     cobs_key(object: object, context: context, key: key, reserved_: 0)
 }
 
-/// Asserts a status, naming both statuses in the failure message.
+/// Asserts a status, naming both statuses in the failure message, and returns whether it held.
+/// When it holds this is one comparison, so loops may call it thousands of times.
+@discardableResult
 func assertStatus(
     _ actual: cobs_status, _ expected: cobs_status, _ message: @autoclosure () -> String = "",
-    file: StaticString = #filePath, line: UInt = #line
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> Bool {
+    guard actual != expected else { return true }
+    Issue.record(
+        Comment(
+            rawValue: "got \(String(cString: cobs_status_name(actual))), expected "
+                + "\(String(cString: cobs_status_name(expected))) \(message())"),
+        sourceLocation: sourceLocation)
+    return false
+}
+
+/// `#expect(actual == expected)` for loops that check tens of thousands of times: when the values
+/// agree this is one comparison; only a mismatch builds a message and records an issue.
+func expectEqual<T: Equatable>(
+    _ actual: T, _ expected: T, _ context: @autoclosure () -> String = "",
+    sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    XCTAssertEqual(
-        actual, expected,
-        "got \(String(cString: cobs_status_name(actual))), expected "
-            + "\(String(cString: cobs_status_name(expected))) \(message())",
-        file: file, line: line)
+    guard actual != expected else { return }
+    let context = context()
+    let prefix = context.isEmpty ? "" : "\(context): "
+    Issue.record(Comment(rawValue: "\(prefix)\(actual) != \(expected)"), sourceLocation: sourceLocation)
 }
 
 /// Owns one `cobs_registry` for the length of a test and wraps its calls in Swift shapes. Every
@@ -37,7 +53,7 @@ final class TestRegistry {
     /// case `cobs_registry_create` picks one.
     init(
         seed: UInt64? = 0x5EED_5EED_5EED_5EED, capacityHint: Int = 0,
-        allocator: CountingAllocator? = nil, file: StaticString = #filePath, line: UInt = #line
+        allocator: CountingAllocator? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         self.allocator = allocator
         var out: OpaquePointer?
@@ -51,7 +67,7 @@ final class TestRegistry {
         } else {
             status = cobs_registry_create(capacityHint, &out)
         }
-        assertStatus(status, COBS_OK, "creating a test registry", file: file, line: line)
+        assertStatus(status, COBS_OK, "creating a test registry", sourceLocation: sourceLocation)
         raw = out!
     }
 
@@ -75,7 +91,7 @@ final class TestRegistry {
     func find(_ key: cobs_key) -> cobs_slot? {
         var slot: cobs_slot = 0
         let status = cobs_registry_find(raw, key, &slot)
-        XCTAssert(status == COBS_OK || status == COBS_NOT_FOUND, "find: unexpected status")
+        if status != COBS_OK && status != COBS_NOT_FOUND { Issue.record("find: unexpected status") }
         return status == COBS_OK ? slot : nil
     }
 
@@ -83,7 +99,7 @@ final class TestRegistry {
     func remove(_ key: cobs_key) -> cobs_slot? {
         var slot: cobs_slot = 0
         let status = cobs_registry_remove(raw, key, &slot)
-        XCTAssert(status == COBS_OK || status == COBS_NOT_FOUND, "remove: unexpected status")
+        if status != COBS_OK && status != COBS_NOT_FOUND { Issue.record("remove: unexpected status") }
         return status == COBS_OK ? slot : nil
     }
 
@@ -126,9 +142,9 @@ final class TestRegistry {
         return (status, count, status == COBS_OK ? Array(buffer.prefix(count)) : [])
     }
 
-    func assertInvariants(file: StaticString = #filePath, line: UInt = #line) {
+    func assertInvariants(sourceLocation: SourceLocation = #_sourceLocation) {
         assertStatus(
-            cobs_registry_check_invariants(raw), COBS_OK, "check_invariants", file: file, line: line)
+            cobs_registry_check_invariants(raw), COBS_OK, "check_invariants", sourceLocation: sourceLocation)
     }
 }
 
@@ -206,7 +222,7 @@ struct ModelKey: Hashable {
 
 /// Runs `body` with a temporary `FILE *` and returns what it wrote (for `cobs_registry_dump`).
 func dumpText(_ body: (UnsafeMutablePointer<FILE>) -> Void) throws -> String {
-    let file = try XCTUnwrap(tmpfile())
+    let file = try #require(tmpfile())
     defer { fclose(file) }
     body(file)
     fflush(file)

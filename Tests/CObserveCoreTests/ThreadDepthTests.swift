@@ -3,46 +3,46 @@
 
 import CObserveCore
 import Foundation
-import XCTest
+import Testing
 
-final class ThreadDepthTests: XCTestCase {
-    func testEnterAndLeaveCountUpAndDownOnOneThread() {
-        XCTAssertEqual(cobs_thread_depth_enter(), 1)
-        XCTAssertEqual(cobs_thread_depth_enter(), 2)
-        XCTAssertEqual(cobs_thread_depth_enter(), 3)
-        XCTAssertEqual(cobs_thread_depth_leave(), 2)
-        XCTAssertEqual(cobs_thread_depth_leave(), 1)
-        XCTAssertEqual(cobs_thread_depth_leave(), 0)
+@Suite struct ThreadDepthTests {
+    @Test func enterAndLeaveCountUpAndDownOnOneThread() {
+        #expect(cobs_thread_depth_enter() == 1)
+        #expect(cobs_thread_depth_enter() == 2)
+        #expect(cobs_thread_depth_enter() == 3)
+        #expect(cobs_thread_depth_leave() == 2)
+        #expect(cobs_thread_depth_leave() == 1)
+        #expect(cobs_thread_depth_leave() == 0)
     }
 
-    func testLeaveAtDepthZeroStaysAtZero() {
-        XCTAssertEqual(cobs_thread_depth_leave(), 0)
-        XCTAssertEqual(cobs_thread_depth_leave(), 0)
-        XCTAssertEqual(cobs_thread_depth_enter(), 1, "an unbalanced leave did not go negative")
-        XCTAssertEqual(cobs_thread_depth_leave(), 0)
+    @Test func leaveAtDepthZeroStaysAtZero() {
+        #expect(cobs_thread_depth_leave() == 0)
+        #expect(cobs_thread_depth_leave() == 0)
+        #expect(cobs_thread_depth_enter() == 1, "an unbalanced leave did not go negative")
+        #expect(cobs_thread_depth_leave() == 0)
     }
 
-    func testExchangeSetsTheDepthAndReturnsThePreviousOne() {
-        XCTAssertEqual(cobs_thread_depth_get(), 0)
-        XCTAssertEqual(cobs_thread_depth_enter(), 1)
+    @Test func exchangeSetsTheDepthAndReturnsThePreviousOne() {
+        #expect(cobs_thread_depth_get() == 0)
+        #expect(cobs_thread_depth_enter() == 1)
         // A queued delivery runs at the depth its change was announced at...
-        XCTAssertEqual(cobs_thread_depth_exchange(40), 1)
-        XCTAssertEqual(cobs_thread_depth_get(), 40)
-        XCTAssertEqual(cobs_thread_depth_enter(), 41, "a change announced inside it nests one deeper")
-        XCTAssertEqual(cobs_thread_depth_leave(), 40)
+        #expect(cobs_thread_depth_exchange(40) == 1)
+        #expect(cobs_thread_depth_get() == 40)
+        #expect(cobs_thread_depth_enter() == 41, "a change announced inside it nests one deeper")
+        #expect(cobs_thread_depth_leave() == 40)
         // ... and the thread gets its own depth back afterwards.
-        XCTAssertEqual(cobs_thread_depth_exchange(1), 40)
-        XCTAssertEqual(cobs_thread_depth_leave(), 0)
-        XCTAssertEqual(cobs_thread_depth_get(), 0)
+        #expect(cobs_thread_depth_exchange(1) == 40)
+        #expect(cobs_thread_depth_leave() == 0)
+        #expect(cobs_thread_depth_get() == 0)
     }
 
-    func testEachThreadHasItsOwnDepth() {
+    @Test func eachThreadHasItsOwnDepth() {
         // The test thread sits at depth 2 while other threads count independently.
-        XCTAssertEqual(cobs_thread_depth_enter(), 1)
-        XCTAssertEqual(cobs_thread_depth_enter(), 2)
+        #expect(cobs_thread_depth_enter() == 1)
+        #expect(cobs_thread_depth_enter() == 2)
         defer {
-            XCTAssertEqual(cobs_thread_depth_leave(), 1)
-            XCTAssertEqual(cobs_thread_depth_leave(), 0)
+            #expect(cobs_thread_depth_leave() == 1)
+            #expect(cobs_thread_depth_leave() == 0)
         }
 
         let results = DepthLog()
@@ -66,10 +66,10 @@ final class ThreadDepthTests: XCTestCase {
         for t in 0..<threadCount {
             let up = (1...(t + 2)).map(UInt32.init)
             let down = (0...(t + 1)).reversed().map(UInt32.init)
-            XCTAssertEqual(results.log[t], up + down, "thread \(t)")
+            #expect(results.log[t] == up + down, "thread \(t)")
         }
-        XCTAssertEqual(cobs_thread_depth_enter(), 3, "other threads did not touch this one's depth")
-        XCTAssertEqual(cobs_thread_depth_leave(), 2)
+        #expect(cobs_thread_depth_enter() == 3, "other threads did not touch this one's depth")
+        #expect(cobs_thread_depth_leave() == 2)
     }
 }
 

@@ -1,8 +1,8 @@
 import CObserveCore
-import XCTest
+import Testing
 
 /// cobs_wire.h: the byte form of a change's runs.
-final class WireFormatTests: XCTestCase {
+@Suite struct WireFormatTests {
     private func run(_ op: cobs_run_op, _ start: UInt64, _ length: UInt64, to: UInt64 = 0) -> cobs_run {
         cobs_run(op: op.rawValue, reserved_: 0, start: start, length: length, to: to)
     }
@@ -12,8 +12,8 @@ final class WireFormatTests: XCTestCase {
         guard cobs_wire_encode_runs(runs, runs.count, old, new, nil, 0, &size) == COBS_BUFFER_TOO_SMALL else { return nil }
         var out = [UInt8](repeating: 0, count: size)
         guard cobs_wire_encode_runs(runs, runs.count, old, new, &out, out.count, &size) == COBS_OK else { return nil }
-        XCTAssertEqual(size, out.count)
-        XCTAssertLessThanOrEqual(size, cobs_wire_max_size(runs.count))
+        #expect(size == out.count)
+        #expect(size <= cobs_wire_max_size(runs.count))
         return out
     }
 
@@ -26,63 +26,63 @@ final class WireFormatTests: XCTestCase {
         return (Array(runs.prefix(count)), old, new, consumed)
     }
 
-    func testAnAppendOf10000IsEightBytesAndRoundTrips() throws {
-        let bytes = try XCTUnwrap(encode([run(COBS_RUN_INSERT, 5, 10_000)], 5, 10_005))
-        XCTAssertEqual(bytes, [1, 5, 0x95, 0x4E, 1, 2, 5, 0x90, 0x4E])
-        let decoded = try XCTUnwrap(decode(bytes))
-        XCTAssertEqual(decoded.old, 5)
-        XCTAssertEqual(decoded.new, 10_005)
-        XCTAssertEqual(decoded.consumed, bytes.count)
-        XCTAssertEqual(decoded.runs.map(\.length), [10_000])
+    @Test func anAppendOf10000IsEightBytesAndRoundTrips() throws {
+        let bytes = try #require(encode([run(COBS_RUN_INSERT, 5, 10_000)], 5, 10_005))
+        #expect(bytes == [1, 5, 0x95, 0x4E, 1, 2, 5, 0x90, 0x4E])
+        let decoded = try #require(decode(bytes))
+        #expect(decoded.old == 5)
+        #expect(decoded.new == 10_005)
+        #expect(decoded.consumed == bytes.count)
+        #expect(decoded.runs.map(\.length) == [10_000])
     }
 
-    func testEveryOpRoundTripsAndTrailingBytesAreLeftToTheCaller() throws {
+    @Test func everyOpRoundTripsAndTrailingBytesAreLeftToTheCaller() throws {
         let runs = [run(COBS_RUN_REMOVE, 0, 1), run(COBS_RUN_INSERT, 0, 2), run(COBS_RUN_MOVE, 3, 1, to: 5),
                     run(COBS_RUN_MODIFY, 3, 1)]
-        let bytes = try XCTUnwrap(encode(runs, 8, 9))
-        let decoded = try XCTUnwrap(decode(bytes + [0xAA, 0xBB]))
-        XCTAssertEqual(decoded.consumed, bytes.count, "the caller's payload starts after the runs")
-        XCTAssertEqual(decoded.runs.map(\.op), runs.map(\.op))
-        XCTAssertEqual(decoded.runs.map(\.to), [0, 0, 5, 0])
+        let bytes = try #require(encode(runs, 8, 9))
+        let decoded = try #require(decode(bytes + [0xAA, 0xBB]))
+        #expect(decoded.consumed == bytes.count, "the caller's payload starts after the runs")
+        #expect(decoded.runs.map(\.op) == runs.map(\.op))
+        #expect(decoded.runs.map(\.to) == [0, 0, 5, 0])
     }
 
-    func testInconsistentRunsAreNeitherWrittenNorRead() {
-        XCTAssertNil(encode([run(COBS_RUN_INSERT, 0, 3)], 0, 2), "inserting 3 into 0 cannot give 2")
+    @Test func inconsistentRunsAreNeitherWrittenNorRead() {
+        #expect(encode([run(COBS_RUN_INSERT, 0, 3)], 0, 2) == nil, "inserting 3 into 0 cannot give 2")
         var size = 0
-        XCTAssertEqual(cobs_wire_encode_runs(nil, 1, 0, 0, nil, 0, &size), COBS_INVALID_ARGUMENT)
+        #expect(cobs_wire_encode_runs(nil, 1, 0, 0, nil, 0, &size) == COBS_INVALID_ARGUMENT)
         // Hand-made: version 1, old 0, new 2, one INSERT of 3 at 0.
-        XCTAssertNil(decode([1, 0, 2, 1, 2, 0, 3]))
+        #expect(decode([1, 0, 2, 1, 2, 0, 3]) == nil)
     }
 
-    func testMalformedBytesAreRejected() throws {
-        let good = try XCTUnwrap(encode([run(COBS_RUN_INSERT, 0, 3)], 0, 3))
-        XCTAssertNotNil(decode(good))
-        XCTAssertNil(decode([]), "empty")
-        XCTAssertNil(decode([2] + good.dropFirst()), "unknown version")
-        for cut in 1..<good.count { XCTAssertNil(decode(Array(good.prefix(cut))), "truncated at \(cut)") }
-        XCTAssertNil(decode([1, 0x80, 0x00, 3, 1, 2, 0, 3]), "a non-minimal varint (0 written in two bytes)")
-        XCTAssertNil(decode([1] + [UInt8](repeating: 0xFF, count: 10) + [0x7F]), "a varint beyond 64 bits")
-        XCTAssertNil(decode([1, 0, 3, 1, 9, 0, 3]), "an unknown op")
-        XCTAssertNil(decode([1, 0, 0, 0x80, 0x80, 0x04]), "a run count the bytes cannot hold")
+    @Test func malformedBytesAreRejected() throws {
+        let good = try #require(encode([run(COBS_RUN_INSERT, 0, 3)], 0, 3))
+        #expect(decode(good) != nil)
+        #expect(decode([]) == nil, "empty")
+        #expect(decode([2] + good.dropFirst()) == nil, "unknown version")
+        for cut in 1..<good.count { #expect(decode(Array(good.prefix(cut))) == nil, "truncated at \(cut)") }
+        #expect(decode([1, 0x80, 0x00, 3, 1, 2, 0, 3]) == nil, "a non-minimal varint (0 written in two bytes)")
+        #expect(decode([1] + [UInt8](repeating: 0xFF, count: 10) + [0x7F]) == nil, "a varint beyond 64 bits")
+        #expect(decode([1, 0, 3, 1, 9, 0, 3]) == nil, "an unknown op")
+        #expect(decode([1, 0, 0, 0x80, 0x80, 0x04]) == nil, "a run count the bytes cannot hold")
     }
 
-    func testAnEmptyChangeNeedsNoRunBuffer() throws {
-        let bytes = try XCTUnwrap(encode([], 3, 3))
-        XCTAssertEqual(bytes, [1, 3, 3, 0])
+    @Test func anEmptyChangeNeedsNoRunBuffer() throws {
+        let bytes = try #require(encode([], 3, 3))
+        #expect(bytes == [1, 3, 3, 0])
         var count = 99, consumed = 0
         var old: UInt64 = 0, new: UInt64 = 0
-        XCTAssertEqual(cobs_wire_decode_runs(bytes, bytes.count, nil, 0, &count, &old, &new, &consumed), COBS_OK)
-        XCTAssertEqual(count, 0)
-        XCTAssertEqual(UInt(bitPattern: cobs_wire_max_size(Int.max)), UInt.max, "the bound saturates at SIZE_MAX instead of wrapping")
+        #expect(cobs_wire_decode_runs(bytes, bytes.count, nil, 0, &count, &old, &new, &consumed) == COBS_OK)
+        #expect(count == 0)
+        #expect(UInt(bitPattern: cobs_wire_max_size(Int.max)) == UInt.max, "the bound saturates at SIZE_MAX instead of wrapping")
     }
 
-    func testARunCountBeyondTheBufferAsksForRoom() throws {
+    @Test func aRunCountBeyondTheBufferAsksForRoom() throws {
         let runs = (0..<5).map { run(COBS_RUN_INSERT, UInt64($0 * 2), 1) }
-        let bytes = try XCTUnwrap(encode(runs, 4, 9), "4 kept elements, 5 inserted between them")
+        let bytes = try #require(encode(runs, 4, 9), "4 kept elements, 5 inserted between them")
         var count = 0, consumed = 0
         var old: UInt64 = 0, new: UInt64 = 0
         var small = [cobs_run](repeating: cobs_run(), count: 2)
-        XCTAssertEqual(cobs_wire_decode_runs(bytes, bytes.count, &small, 2, &count, &old, &new, &consumed), COBS_BUFFER_TOO_SMALL)
-        XCTAssertEqual(count, 5)
+        #expect(cobs_wire_decode_runs(bytes, bytes.count, &small, 2, &count, &old, &new, &consumed) == COBS_BUFFER_TOO_SMALL)
+        #expect(count == 5)
     }
 }
