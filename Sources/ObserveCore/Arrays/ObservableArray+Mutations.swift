@@ -774,10 +774,10 @@ extension ObservableArray {
 
     /// In a transaction of this thread (`ObservationRuntime.transaction`): keeps a batch open on
     /// this array until the transaction ends, so that its mutations make one change. One relaxed
-    /// load when no transaction is open anywhere.
+    /// load when no transaction and no silence scope is open anywhere.
     @inline(__always)
     internal func _joinTransaction() {
-        if _slowPath(kvoRegistrar._registry.openTransactions.load(ordering: .relaxed) != 0) {
+        if _slowPath(kvoRegistrar._registry.openScopes.load(ordering: .relaxed) != 0) {
             _Transaction.current?.enlist(self)
         }
     }

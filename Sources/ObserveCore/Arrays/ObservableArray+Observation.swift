@@ -93,7 +93,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
 /// (element changes take `_deliverElementChange`, which delivers only to the registrations
 /// that asked for the element key).
 ///
-/// It holds a read section on the array's dispatch cache (see `_DispatchCache`): the
+/// It holds a read section on the array's dispatch cache (see `Concurrency/_ReadSections.swift`): the
 /// registrations in `range` stay alive, unretained, until `deliver()` ends the section. Every
 /// pending notification must be delivered exactly once.
 internal struct _PendingArrayNotification<Element> {
@@ -122,7 +122,7 @@ extension ObservableArray {
         let cache = kvoRegistrar._enterReadSection(object: UInt(bitPattern: ObjectIdentifier(self)))
         let range = cache._withUnsafeGuaranteedRef { $0.range(of: _mutationKeyID) }
         if range.isEmpty {
-            kvoRegistrar._leaveReadSection()
+            kvoRegistrar._leaveReadSectionUnderLock()
             return nil
         }
         return (cache, range)
@@ -281,9 +281,9 @@ extension ObservableArray {
                                     values: _ElementValueStore) {
         _joinTransaction()
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
-        // change is a temporary), so that `_recycle` finds it uniquely referenced when no handler
-        // kept it. Borrowing, not a downcast temporary, spares a retain/release pair.
-        var boxObject = _takeChangeBox()
+        // change is a temporary), and `_recycle` takes it over (`consume`), so that it finds the box
+        // uniquely referenced when no handler kept it. Borrowing, not a downcast temporary, spares a retain/release pair.
+        let boxObject = _takeChangeBox()
         let prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
             _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
                                   keyID: keyID, element: element, values: values)
@@ -292,7 +292,7 @@ extension ObservableArray {
             _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
                                   cache: cache, range: range, keyID: keyID)
         }
-        _recycle(&boxObject)
+        _recycle(consume boxObject)
     }
 
     /// Under the array's lock: fills `box` with the element change and enters a read section on
@@ -339,7 +339,7 @@ extension ObservableArray {
         }
         guard wanted else {
             if !anyElementKeys { tracker.deactivate(_storage); _tracker = nil }
-            kvoRegistrar._leaveReadSection()
+            kvoRegistrar._leaveReadSectionUnderLock()
             return nil
         }
         box.fillElementChange(snapshot: storage.takeUnretainedValue(), keyID: keyID, keyPath: { tracker.keyPath(for: keyID) })
@@ -375,12 +375,15 @@ extension ObservableArray {
 
     /// Keeps `box` for the next element change when nothing else refers to it (a handler that
     /// kept the change, or a queue delivery still pending, keeps the box to itself).
-    private func _recycle(_ box: inout AnyObject) {
+    private func _recycle(_ box: consuming AnyObject) {
+        var box = box
         guard isKnownUniquelyReferenced(&box) else { return }
         Unmanaged.passUnretained(box)._withUnsafeGuaranteedRef {
             unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).clearForReuse()
         }
-        let retained = Unmanaged<AnyObject>.passRetained(box)
+        // The variable's reference becomes the slot's: `consume` ends its lifetime here, so the
+        // retain below and the variable's release cancel out.
+        let retained = Unmanaged<AnyObject>.passRetained(consume box)
         let bits = UInt(bitPattern: retained.toOpaque())
         if !_spareChangeBox.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged {
             retained.release()

@@ -1,41 +1,74 @@
 // The concurrency core: every primitive the library synchronises with, and the one place that
-// says who may read what without a lock and when memory is freed. (This file holds no code.)
+// says who may read what without a lock, in which order locks are taken, and when memory is
+// freed. (This file holds no code.)
 //
 // Primitives (this folder)
-// - `_Lock` (`_Lock.swift`): a compare-and-swap spinlock that yields. Guards each registry shard,
-//   each `ObservableArray`, the element-tracker directory and each registrar's retire list. Not
-//   `Synchronization.Mutex`: an uncontended pthread mutex pair cost ~106 instructions on the
-//   notification path, more than the lookup it guarded (measurement in the file).
+// - `_Lock` (`_Lock.swift`): a compare-and-swap spinlock that yields. Not `pthread_mutex_t`: an
+//   uncontended pair cost ~106 instructions on the notification path, more than the lookup it
+//   guarded (measurement in the file). Not `Synchronization.Mutex`: its futex wait lives in an
+//   uninstrumented library, so ThreadSanitizer could not check the callers (`_ActorMailbox.swift`).
+//   `_HolderRecordingLock` adds the holder's thread, to report a re-entry instead of spinning.
 // - Read sections (`_ReadSections.swift`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter counts itself in, reads it with no lock, counts
 //   itself out. A replaced cache is freed by whoever sees the reader count at zero.
 // - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in C thread-local storage.
 // - `_ThreadLocal` (`_ThreadLocal.swift`): one object per thread (silence scopes, transactions).
 //
+// Locks and their order. While holding the lock on the left, a thread may take the one on the
+// right, never the reverse:
+//   array lock (`ObservableArray._lock`) → shard lock (`_Shard.lock`)   filling a dispatch cache,
+//                                                                       reconciling element tracking
+//   shard lock → retire lock (`KeyValueRegistrar._retireLock`)         invalidating a cache
+//   array lock → element-tracker directory lock                         starting/stopping tracking
+// The retire and directory locks are leaves. The other `_Lock`s (key table, key catalog,
+// `_asObserverLock`, drivers, streams, actor mailbox, bindings, runtime settings) each guard one
+// object's own state.
+// Handlers run under no lock of this library: a handler may observe, cancel, mutate the array it
+// was told about, or release the last reference to anything. Two consequences kept in the code:
+// a read section left under an array lock never frees retired caches
+// (`_leaveReadSectionUnderLock`: a freed registration's captures could deinit and take that
+// lock), and values displaced under a lock are released after unlocking. The one exception is
+// the in-place subscript (`array[i].append(x)`): the caller's mutation of the element runs with
+// the array locked, and a re-entry into the same array is reported by `_HolderRecordingLock`.
+//
 // Read without a lock, and why that is enough
 // - `KeyValueRegistrar._observedMask` / `_priorMask` ("anyone observing this key?"): relaxed
-//   loads. A bit is set under the shard lock before `observe` returns, so a set ordered after the
-//   registration (happens-before) sees it; a set racing with the registration may or may not be
+//   loads. Bits are set under the shard lock before `observe` returns, so a set ordered after the
+//   registration (happens-before) sees them; a set racing with the registration may or may not be
 //   reported, as with any observer registered concurrently. A stale set bit costs one lookup.
-// - `KeyValueRegistrar._membership` (arrays tracking this element's keys): the same contract,
-//   written with compare-and-swap so that a count reaching zero clears the bits with it.
-// - `_AnyRegistration._cancelled`: acquiring load before every delivery; `cancel()` stores it
-//   releasing, so a delivery that starts after `cancel()` returns never calls the handler.
+// - `KeyValueRegistrar._membership` (arrays tracking this element's keys): written under the
+//   tracking array's lock, with compare-and-swap when the count changes (so that the count
+//   reaching zero clears the bits with it) and `bitwiseOr` when an array gains a key; read
+//   relaxed by the element's setter, with the same contract as the masks.
+// - `KeyValueRegistrar._objectAddress`: bound once by compare-and-swap, then only compared.
+// - `_AnyRegistration._cancelled`: stored releasing under the shard lock by every removal
+//   (`_Shard`), loaded acquiring before every delivery: a delivery ordered after the removal
+//   never calls the handler. `_silenceOwner` is stored before the registration is published.
 // - `_Registry.openScopes` (silence scopes and transactions, any thread): relaxed; a scope only
-//   concerns the thread that opened it, which sees its own increment in program order.
+//   concerns the thread that opened it, which sees its own increment in program order. This
+//   needs scopes to be lexical: only `withoutNotifying` and `transaction` open one, and each
+//   closes it in a `defer` on the same thread. A begin/end API without that shape would break it.
+// - `_KeyTable`'s and `_KeyCatalog`'s lookup caches: entries published with release stores,
+//   read acquiring; a miss falls back to the locked table.
 // - `ObservableArray._spareChangeBox`: the recycled change box, handed over by exchange.
+// - `ObservationRuntime._maximumDepth`, `_BindingCore._cut`, `_HolderRecordingLock._holder`:
+//   single words, each documented where it is declared.
 //
-// Lock order: an array's lock, then a shard lock or a registrar's words; never the reverse.
-// Handlers never run under any lock of this library: a handler may observe, cancel, mutate the
-// array it was told about, or release the last reference to anything.
-//
-// Borrowed references (no retain), each with its invariant at the site:
-// - registrations inside a read section (the cache retains each one; the section keeps the cache);
-// - the ring storage `unowned(unsafe)` in array fast paths (the array's `_storage` holds it while
-//   the array's lock is held, and nothing under that lock replaces it);
-// - `ObservableKey._keyPath` (key paths are interned by `_KeyTable` for the life of the process);
-// - the registry shards (immortal: registries live as long as the process).
-// Violations of the first two are what `DeathRaceTests`, `ConcurrencyTests` and `StressTests`
-// exercise under ThreadSanitizer (the TSan step of `.ci/run`); the random drivers exercise the ring
-// under AddressSanitizer (its ASan step), and the C core runs under ASan and UBSan
+// Borrowed references (used without a retain), each with the invariant that keeps it valid:
+// - registrations inside a read section: the cache retains each one, the section keeps the cache;
+// - `_AnyRegistration._registrar` (`Unmanaged`): valid under the shard lock while the
+//   registration is not cancelled — the registrar's deinit cancels under that lock first;
+// - the ring storage (`unowned(unsafe)` or `Unmanaged.passUnretained(_storage)`) and the elements
+//   it holds (by address, in `_ElementTracker`): the array's `_storage` holds them while the
+//   array's lock is held, and nothing under that lock replaces it;
+// - the element-change box and its value cell while a change is prepared and delivered: held by
+//   the one `let` that `_recycle` consumes;
+// - the directory's trackers: each entry retains its tracker; `_registry.elementTrackers` and the
+//   registry shards are immortal (registries live as long as the process);
+// - `ObservableKey._keyPath`: key paths are interned by `_KeyTable` for the life of the process;
+// - thread objects (`_ThreadLocal.existing`, the binding re-entrancy guard): owned by the thread's
+//   pthread-specific slot until the thread exits, and read only on that thread.
+// Violations of the first three are what `DeathRaceTests`, `ConcurrencyTests` and `StressTests`
+// exercise under ThreadSanitizer (the TSan step of `.ci/run`); the random drivers exercise the
+// ring under AddressSanitizer (its ASan step), and the C core runs under ASan and UBSan
 // (`scripts/c-sanitizers.sh`).

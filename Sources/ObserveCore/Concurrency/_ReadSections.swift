@@ -1,7 +1,7 @@
 import Synchronization
 
 // Read sections: how a setter reads its object's `_DispatchCache` with no lock, and when a
-// replaced cache is freed. Part of the concurrency core (see `_Lock.swift` for the overview).
+// replaced cache is freed. Part of the concurrency core (see `_Overview.swift`).
 //
 // Publication and reclamation (per registrar, no global epoch):
 // - the registrar holds the current cache as `Unmanaged` bits in an atomic word (`_cacheWord`,
@@ -35,6 +35,16 @@ extension KeyValueRegistrar {
     internal func _leaveReadSection() {
         let previous = _readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).oldValue
         if previous == 1 && _hasRetired.load(ordering: .relaxed) { _drainRetired() }
+    }
+
+    /// `_leaveReadSection()` for a caller that holds a lock (an array's): it never drains, because
+    /// releasing a retired cache can release a registration's handler and run any deinit its
+    /// captures have, which must not find the caller's lock taken. Retired caches then wait for
+    /// the next reader to leave outside a lock, the next registration change of the object
+    /// (`_invalidateCache`, which frees them after the shard unlocks) or the object's death.
+    @inlinable
+    internal func _leaveReadSectionUnderLock() {
+        _readers.wrappingSubtract(1, ordering: .sequentiallyConsistent)
     }
 
     /// Builds and publishes the cache from the registry (under the shard lock, which orders it

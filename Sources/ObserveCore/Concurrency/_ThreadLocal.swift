@@ -9,7 +9,7 @@ import Darwin
 /// One object per thread, in pthread-specific storage: made on the thread's first `current`,
 /// released when the thread exits. What `withoutNotifying` scopes and transactions keep per
 /// thread. Reading it is a `pthread_getspecific` call, so callers check a cheaper process-wide
-/// count first (`_Registry.silenceScopes`, `.openTransactions`).
+/// count first (`_Registry.openScopes`).
 internal final class _ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     private let _key: pthread_key_t
     private let _make: () -> Value

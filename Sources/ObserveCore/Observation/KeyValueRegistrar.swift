@@ -39,7 +39,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// The address of the object this registrar serves, 0 until the first registration.
     private let _objectAddress = Atomic<UInt>(0)
     /// The object's dispatch cache (`Unmanaged<_DispatchCache>` bits, 0 = none) and the count
-    /// of readers inside it; see `_DispatchCache` for the publication and reclamation protocol.
+    /// of readers inside it; see `Concurrency/_ReadSections.swift` for the publication and reclamation protocol.
     @usableFromInline internal let _cacheWord = Atomic<UInt>(0)
     @usableFromInline internal let _readers = Atomic<Int>(0)
     @usableFromInline internal let _hasRetired = Atomic<Bool>(false)
@@ -139,7 +139,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// stores the old and new values, typed, only for an observer that asked for them (`.old`, `.new`).
     @usableFromInline @inline(never)
     internal func _notifyArrays(_ keyID: UInt32, _ object: AnyObject, _ values: _ElementValueStore) {
-        _ElementTrackerDirectory.shared.elementDidChange(keyID: keyID, element: object, values: values)
+        Unmanaged.passUnretained(_registry.elementTrackers)._withUnsafeGuaranteedRef {
+            $0.elementDidChange(keyID: keyID, element: object, values: values)
+        }
     }
 
     /// Counts one more membership in a tracked array whose element keys have `memberBits`.
@@ -182,7 +184,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         // registrations are used unretained.
         let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
         guard !range.isEmpty else { return }
-        if _slowPath(_registry.openTransactions.load(ordering: .relaxed) != 0),
+        // One load decides for silencing and transactions alike; passed down to each delivery.
+        let scopesOpen = _slowPath(_registry.openScopes.load(ordering: .relaxed) != 0)
+        if scopesOpen,
            _holdInTransaction(registrations, range, as: _PropertyRegistration<Root, Value>.self, object, oldValue, newValue) {
             return
         }
@@ -199,7 +203,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
                 }
                 registration._deliver(object, ObservedChange(
                     oldValue: options.contains(.old) ? oldValue : nil,
-                    newValue: options.contains(.new) ? newValue : nil))
+                    newValue: options.contains(.new) ? newValue : nil), scopesOpen: scopesOpen)
             }
         }
     }
@@ -213,12 +217,12 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
         guard !range.isEmpty, _enterDelivery(keyID: key._id) else { return }
         defer { _ThreadDepth.leave() }
-        let inTransaction = _registry.openTransactions.load(ordering: .relaxed) != 0
+        let scopesOpen = _registry.openScopes.load(ordering: .relaxed) != 0
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
                 guard entry.options.contains(.prior) else { return }
                 // In a transaction, only before the first change the registration is held back for.
-                if _slowPath(inTransaction) && _transactionHolds(entry) { return }
+                if _slowPath(scopesOpen) && _transactionHolds(entry) { return }
                 let registration = unsafeDowncast(entry, to: _PropertyRegistration<Root, Value>.self)
                 registration._deliver(object, ObservedChange(
                     oldValue: registration.options.contains(.old) ? oldValue : nil,

@@ -85,7 +85,7 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// cancelled, or a `withoutNotifying` scope of this thread names its observation.
     @inlinable
     final var isSilencedOrCancelled: Bool {
-        isCancelled || (_slowPath(registry.silenceScopes.load(ordering: .relaxed) != 0)
+        isCancelled || (_slowPath(registry.openScopes.load(ordering: .relaxed) != 0)
                         && _ThreadSilence.isSilenced(silenceKey))
     }
 
@@ -108,9 +108,12 @@ internal class _AnyRegistration: @unchecked Sendable {
 internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, @unchecked Sendable {
     /// Calls the handler on the configured delivery, unless the registration was cancelled or
     /// its observer died (then the registration is removed). Never messages a dead observer.
+    /// - Parameter scopesOpen: false when the caller read `_Registry.openScopes` as zero on this
+    ///   thread for this change: then no silence scope can name this registration, and only
+    ///   cancellation is checked.
     @inlinable
-    final func _deliver(_ object: Root, _ change: ObservedChange<Value>) {
-        if isSilencedOrCancelled { return }
+    final func _deliver(_ object: Root, _ change: ObservedChange<Value>, scopesOpen: Bool = true) {
+        if isCancelled || (_slowPath(scopesOpen) && isSilencedOrCancelled) { return }
         if _queue != nil {
             _deliverAsync(object, change)
         } else if hasObserver {

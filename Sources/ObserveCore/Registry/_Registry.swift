@@ -19,12 +19,15 @@ public enum ObservationBackend: String, Sendable, CaseIterable {
 /// and handlers are always called with no registry lock held.
 @usableFromInline
 internal final class _Registry: @unchecked Sendable {
-    /// `withoutNotifying` scopes open on any thread (`_ThreadSilence`), counted in every registry
-    /// so that a delivery reads it through the registration's own `registry` reference: one
-    /// relaxed load, where a global would cost a `swift_once` call per delivery.
-    @usableFromInline let silenceScopes = Atomic<Int>(0)
-    /// Transactions open on any thread (`_Transaction`), counted the same way.
-    @usableFromInline let openTransactions = Atomic<Int>(0)
+    /// `withoutNotifying` scopes (`_ThreadSilence`) and transactions (`_Transaction`) open on any
+    /// thread, one count for both, kept in every registry: a set reads it once, relaxed, through
+    /// its registrar's registry (a global would cost a `swift_once` call per set), and while it is
+    /// zero neither feature costs anything more. Relaxed is enough: a scope concerns only the
+    /// thread that opened it, which sees its own increment in program order.
+    @usableFromInline let openScopes = Atomic<Int>(0)
+    /// The element-tracker directory (one per process; every registry refers to it), read
+    /// through a registrar's registry so that an element change pays no `swift_once`.
+    let elementTrackers = _ElementTrackerDirectory.shared
 
     static let c = _Registry(backend: .c)
     static let swift = _Registry(backend: .swift)

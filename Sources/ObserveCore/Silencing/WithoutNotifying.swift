@@ -26,7 +26,9 @@
 ///   tokens may be silenced at once.
 /// - Every token kind is accepted: property, chain, dependent-key and array observations
 ///   (`observeArray`'s array replacements included), and handlers isolated to an actor.
-/// - Cost when no scope is active anywhere: one relaxed load per delivered notification.
+/// - Cost when no scope and no transaction is open anywhere: one relaxed load per set of an observed
+///   property (per delivered notification for arrays). While one is open on any thread, a
+///   delivery also reads this thread's scopes (a `pthread_getspecific` call).
 @discardableResult
 public func withoutNotifying<R>(_ tokens: ObservationToken..., perform body: () throws -> R) rethrows -> R {
     try withoutNotifying(tokens, perform: body)
@@ -53,13 +55,13 @@ public func withoutNotifying<R>(_ tokens: [ObservationToken], perform body: () t
 /// observation, whose array registration changes when the owner's array is replaced).
 @usableFromInline
 internal enum _ThreadSilence {
-    /// Scopes are counted in every registry (`_Registry.silenceScopes`), which a delivery reads
+    /// Scopes are counted in every registry (`_Registry.openScopes`), which a delivery reads
     /// (relaxed) before anything else here: a scope opened on this thread is seen by this thread's
     /// later deliveries in program order, and a scope on another thread does not concern this
     /// thread's deliveries at all, so no stronger ordering is needed.
     private static func _countScope(_ delta: Int) {
         for backend in ObservationBackend.allCases {
-            _Registry.shared(backend).silenceScopes.add(delta, ordering: .relaxed)
+            _Registry.shared(backend).openScopes.add(delta, ordering: .relaxed)
         }
     }
 
@@ -90,6 +92,6 @@ internal enum _ThreadSilence {
     /// The delivery check for a composite observation named `key` (registrations use
     /// `_AnyRegistration.isSilencedOrCancelled`, which reads the count through their registry).
     static func silences(_ key: UInt) -> Bool {
-        _Registry.shared(.c).silenceScopes.load(ordering: .relaxed) != 0 && isSilenced(key)
+        _Registry.shared(.c).openScopes.load(ordering: .relaxed) != 0 && isSilenced(key)
     }
 }

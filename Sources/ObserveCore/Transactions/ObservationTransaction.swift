@@ -128,12 +128,12 @@ internal final class _Transaction {
         }
     }
 
-    /// Open transactions on any thread, counted in every registry (`_Registry.openTransactions`)
-    /// so that a set reads the count through its registrar's registry: one relaxed load while
-    /// none is open anywhere.
+    /// Open transactions on any thread, counted in every registry with the silence scopes
+    /// (`_Registry.openScopes`) so that a set reads the count through its registrar's registry:
+    /// one relaxed load while none is open anywhere.
     private static func _countOpen(_ delta: Int) {
         for backend in ObservationBackend.allCases {
-            _Registry.shared(backend).openTransactions.add(delta, ordering: .relaxed)
+            _Registry.shared(backend).openScopes.add(delta, ordering: .relaxed)
         }
     }
 
