@@ -178,7 +178,15 @@ extension ObservableArray {
         _makeUnique()
         let pending = body()
         _lock.unlock()
-        pending?.deliver()
+        _deliverUnlocked(pending)
+    }
+
+    /// Delivers what a mutation recorded, after the lock was dropped; when it recorded nothing,
+    /// frees the dispatch caches that a read section left under the lock had to leave retired
+    /// (`_leaveReadSectionUnderLock`; one relaxed load when there are none).
+    @inline(__always)
+    internal func _deliverUnlocked(_ pending: _PendingArrayNotification<Element>?) {
+        if let pending { pending.deliver() } else { kvoRegistrar._drainRetiredIfIdle() }
     }
 
     /// For mutations decided by user code (predicates, comparators), which must not run under
@@ -197,7 +205,7 @@ extension ObservableArray {
                 _makeUnique()
                 let pending = apply(decision)
                 _lock.unlock()
-                pending?.deliver()
+                _deliverUnlocked(pending)
                 return
             }
             _lock.unlock()
@@ -655,7 +663,7 @@ extension ObservableArray {
         _makeUnique()
         let pending = _applyPermutation(permutation)
         _lock.unlock()
-        pending?.deliver()
+        _deliverUnlocked(pending)
         return true
     }
 
@@ -799,7 +807,7 @@ extension ObservableArray {
             pending = _pending(.batch, runs: runs, removed: .values(removed), oldCount: batch.oldCount)
         }
         _lock.unlock()
-        pending?.deliver()
+        _deliverUnlocked(pending)
     }
 }
 

@@ -291,6 +291,8 @@ extension ObservableArray {
         if let (cache, range) = prepared {
             _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
                                   cache: cache, range: range, keyID: keyID)
+        } else {
+            kvoRegistrar._drainRetiredIfIdle()   // what a read section left under the lock could not free
         }
         _recycle(consume boxObject)
     }

@@ -25,9 +25,10 @@
 // object's own state.
 // Handlers run under no lock of this library: a handler may observe, cancel, mutate the array it
 // was told about, or release the last reference to anything. Two consequences kept in the code:
-// a read section left under an array lock never frees retired caches
+// a read section left under an array lock never frees retired caches there
 // (`_leaveReadSectionUnderLock`: a freed registration's captures could deinit and take that
-// lock), and values displaced under a lock are released after unlocking. The one exception is
+// lock; the array frees them once unlocked), and values displaced under a lock are released
+// after unlocking. The one exception is
 // the in-place subscript (`array[i].append(x)`): the caller's mutation of the element runs with
 // the array locked, and a re-entry into the same array is reported by `_HolderRecordingLock`.
 //

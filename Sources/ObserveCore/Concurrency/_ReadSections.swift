@@ -39,12 +39,18 @@ extension KeyValueRegistrar {
 
     /// `_leaveReadSection()` for a caller that holds a lock (an array's): it never drains, because
     /// releasing a retired cache can release a registration's handler and run any deinit its
-    /// captures have, which must not find the caller's lock taken. Retired caches then wait for
-    /// the next reader to leave outside a lock, the next registration change of the object
-    /// (`_invalidateCache`, which frees them after the shard unlocks) or the object's death.
+    /// captures have, which must not find the caller's lock taken. The caller calls
+    /// `_drainRetiredIfIdle()` once it has dropped the lock.
     @inlinable
     internal func _leaveReadSectionUnderLock() {
         _readers.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Frees retired caches when no reader remains: what `_leaveReadSectionUnderLock()` left
+    /// undone. One relaxed load when nothing is retired.
+    @inlinable
+    internal func _drainRetiredIfIdle() {
+        if _slowPath(_hasRetired.load(ordering: .relaxed)) { _drainRetired() }
     }
 
     /// Builds and publishes the cache from the registry (under the shard lock, which orders it
