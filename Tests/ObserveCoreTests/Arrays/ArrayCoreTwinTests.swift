@@ -3,14 +3,16 @@
 // the position indexes the same lookups.
 
 import SeededRandom
-import XCTest
+import Testing
 
 @_spi(Testing) @testable import ObserveCore
 
-final class ArrayCoreTwinTests: XCTestCase {
+@Suite("Array core: the C path and its Swift twin agree")
+struct ArrayCoreTwinTests {
     // MARK: Batch composer
 
-    func testCAndSwiftComposersProduceIdenticalRunsOnRandomBatches() {
+    @Test func cAndSwiftComposersProduceIdenticalRunsOnRandomBatches() {
+        var failures = 0   // mismatches so far: a random test stops after a few
         var rng = SplitMix64(seed: 0x7717_0001)
         for iteration in 0..<10_000 {
             let oldCount = Int.random(in: 0...50, using: &rng)
@@ -34,8 +36,8 @@ final class ArrayCoreTwinTests: XCTestCase {
                     let count = Int.random(in: 1...min(3, n - index), using: &rng)
                     log.append("remove(\(index), \(count))")
                     let expected = model[index..<index + count].map { $0 < 1000 ? $0 : nil }
-                    XCTAssertEqual(c.remove(at: index, count: count), expected, "C origins, iteration \(iteration)")
-                    XCTAssertEqual(swift.remove(at: index, count: count), expected, "Swift origins, iteration \(iteration)")
+                    check(c.remove(at: index, count: count) == expected, "C origins, iteration \(iteration)", &failures)
+                    check(swift.remove(at: index, count: count) == expected, "Swift origins, iteration \(iteration)", &failures)
                     model.removeSubrange(index..<index + count)
                 case 6..<9 where n > 0:
                     let from = Int.random(in: 0..<n, using: &rng), to = Int.random(in: 0..<n, using: &rng)
@@ -57,18 +59,18 @@ final class ArrayCoreTwinTests: XCTestCase {
                 default:
                     break
                 }
-                XCTAssertEqual(c.count, swift.count)
+                check(c.count == swift.count, "c.count == swift.count", &failures)
             }
             let cRuns = c.finish(), swiftRuns = swift.finish()
-            XCTAssertEqual(cRuns, swiftRuns, "iteration \(iteration): \(log)")
-            XCTAssertTrue(_CRunEncoding.validate(cRuns, oldCount: oldCount, newCount: model.count))
-            XCTAssertTrue(_SwiftRunEncoding.validate(swiftRuns, oldCount: oldCount, newCount: model.count))
-            XCTAssertEqual(swift.finish(), swiftRuns, "finish is repeatable")
-            if testRun?.failureCount ?? 0 > 5 { return }
+            check(cRuns == swiftRuns, "iteration \(iteration): \(log)", &failures)
+            check(_CRunEncoding.validate(cRuns, oldCount: oldCount, newCount: model.count), "_CRunEncoding.validate(cRuns, oldCount: oldCount, newCount: model.count)", &failures)
+            check(_SwiftRunEncoding.validate(swiftRuns, oldCount: oldCount, newCount: model.count), "_SwiftRunEncoding.validate(swiftRuns, oldCount: oldCount, newCount: model.count)", &failures)
+            check(swift.finish() == swiftRuns, "finish is repeatable", &failures)
+            if failures > 5 { return }
         }
     }
 
-    func testComposersAgreeOnABigArrayWithScatteredEdits() {
+    @Test func composersAgreeOnABigArrayWithScatteredEdits() {
         var rng = SplitMix64(seed: 0xB16)
         let c = _CBatchComposer(oldCount: 100_000), swift = _SwiftBatchComposer(oldCount: 100_000)
         for _ in 0..<300 {
@@ -80,7 +82,7 @@ final class ArrayCoreTwinTests: XCTestCase {
                 swift.insert(at: i, count: 5)
             case 1:
                 let i = Int.random(in: 0..<n - 10, using: &rng)
-                XCTAssertEqual(c.remove(at: i, count: 10), swift.remove(at: i, count: 10))
+                #expect(c.remove(at: i, count: 10) == swift.remove(at: i, count: 10))
             case 2:
                 let from = Int.random(in: 0..<n, using: &rng), to = Int.random(in: 0..<n, using: &rng)
                 c.move(from: from, to: to)
@@ -92,13 +94,14 @@ final class ArrayCoreTwinTests: XCTestCase {
             }
         }
         let runs = c.finish()
-        XCTAssertEqual(runs, swift.finish())
-        XCTAssertTrue(_CRunEncoding.validate(runs, oldCount: 100_000, newCount: c.count))
+        #expect(runs == swift.finish())
+        #expect(_CRunEncoding.validate(runs, oldCount: 100_000, newCount: c.count))
     }
 
     // MARK: Encoder
 
-    func testCAndSwiftEncodersAgreeOnRandomRuns() {
+    @Test func cAndSwiftEncodersAgreeOnRandomRuns() {
+        var failures = 0   // mismatches so far: a random test stops after a few
         var rng = SplitMix64(seed: 0xE1C0_DE)
         let ops: [_RunOp] = [.remove, .insert, .move, .modify]
         var accepted = 0
@@ -114,29 +117,33 @@ final class ArrayCoreTwinTests: XCTestCase {
             var cNormal = runs, swiftNormal = runs
             _CRunEncoding.normalize(&cNormal)
             _SwiftRunEncoding.normalize(&swiftNormal)
-            XCTAssertEqual(cNormal, swiftNormal, "iteration \(iteration): \(runs)")
+            check(cNormal == swiftNormal, "iteration \(iteration): \(runs)", &failures)
             for candidate in [runs, cNormal] {
                 let c = _CRunEncoding.validate(candidate, oldCount: oldCount, newCount: newCount)
-                XCTAssertEqual(c, _SwiftRunEncoding.validate(candidate, oldCount: oldCount, newCount: newCount),
-                               "iteration \(iteration): \(candidate) \(oldCount)->\(newCount)")
+                check(c == _SwiftRunEncoding.validate(candidate, oldCount: oldCount, newCount: newCount), "iteration \(iteration): \(candidate) \(oldCount)->\(newCount)", &failures)
                 if c { accepted += 1 }
             }
-            if testRun?.failureCount ?? 0 > 5 { return }
+            if failures > 5 { return }
         }
-        XCTAssertGreaterThan(accepted, 100, "the generator must produce valid changes too")
+        check(accepted > 100, "the generator must produce valid changes too", &failures)
     }
 
-    func testEncodersRejectNegativeFieldsAndCounts() {
+    @Test func encodersRejectNegativeFieldsAndCounts() {
         for encoding in [_CRunEncoding.self, _SwiftRunEncoding.self] as [any _RunEncoding.Type] {
-            XCTAssertFalse(encoding.validate([_ArrayRun(.remove, start: -1, length: 1)], oldCount: 5, newCount: 4))
-            XCTAssertFalse(encoding.validate([], oldCount: -1, newCount: -1))
-            XCTAssertTrue(encoding.validate([_ArrayRun(.insert, start: 0, length: 100_000)], oldCount: 0, newCount: 100_000))
+            // Evaluated outside `#expect`, which cannot call a static member through `any _RunEncoding.Type`.
+            let negativeStart = encoding.validate([_ArrayRun(.remove, start: -1, length: 1)], oldCount: 5, newCount: 4)
+            let negativeCounts = encoding.validate([], oldCount: -1, newCount: -1)
+            let bigInsert = encoding.validate([_ArrayRun(.insert, start: 0, length: 100_000)], oldCount: 0, newCount: 100_000)
+            #expect(!negativeStart)
+            #expect(!negativeCounts)
+            #expect(bigInsert)
         }
     }
 
     // MARK: Position index
 
-    func testCAndSwiftPositionIndexesAgreeOnRandomChurn() {
+    @Test func cAndSwiftPositionIndexesAgreeOnRandomChurn() {
+        var failures = 0   // mismatches so far: a random test stops after a few
         var rng = SplitMix64(seed: 0x9051_7105)
         let mask: UInt32 = 255
         let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
@@ -207,30 +214,30 @@ final class ArrayCoreTwinTests: XCTestCase {
                     ring[Int(target)] = element ?? 0
                 }
                 let recorded = indexes.map { $0.shift(ring: addresses, mask: mask, first: first, count: count, delta: delta) }
-                XCTAssertTrue(recorded[1], "the Swift twin records every shift")
+                check(recorded[1], "the Swift twin records every shift", &failures)
                 if !recorded[0] { compactAndRebuild() }
             default:
                 let e = element(Int.random(in: 0..<40, using: &rng))
                 indexes[0].lookup(ring: addresses, mask: mask, element: e, into: &cSlots)
                 indexes[1].lookup(ring: addresses, mask: mask, element: e, into: &swiftSlots)
                 let expected = occupied.filter { $0.value == e }.map(\.key).sorted()
-                XCTAssertEqual(cSlots.sorted(), expected, "C, step \(step)")
-                XCTAssertEqual(swiftSlots.sorted(), expected, "Swift, step \(step)")
+                check(cSlots.sorted() == expected, "C, step \(step)", &failures)
+                check(swiftSlots.sorted() == expected, "Swift, step \(step)", &failures)
             }
-            XCTAssertEqual(indexes[0].count, occupied.count)
-            XCTAssertEqual(indexes[1].count, occupied.count)
+            check(indexes[0].count == occupied.count, "indexes[0].count == occupied.count", &failures)
+            check(indexes[1].count == occupied.count, "indexes[1].count == occupied.count", &failures)
             if step % 1000 == 0 { for index in indexes { index.checkInvariants(ring: addresses, mask: mask) } }
-            if testRun?.failureCount ?? 0 > 5 { return }
+            if failures > 5 { return }
         }
         for index in indexes {
             index.checkInvariants(ring: addresses, mask: mask)
-            XCTAssertGreaterThan(index.bytes, 0)
+            check(index.bytes > 0, "index.bytes > 0", &failures)
             index.clear()
-            XCTAssertEqual(index.count, 0)
+            check(index.count == 0, "index.count == 0", &failures)
         }
     }
 
-    func testCPositionIndexLookupGrowsItsBufferForManyDuplicates() {
+    @Test func cPositionIndexLookupGrowsItsBufferForManyDuplicates() {
         let mask: UInt32 = 1023
         let ring = UnsafeMutablePointer<UInt>.allocate(capacity: Int(mask) + 1)
         let addresses = _RingAddresses(raw: UnsafeRawPointer(ring))   // what the indexes read
@@ -242,9 +249,18 @@ final class ArrayCoreTwinTests: XCTestCase {
         }
         var slots: [UInt32] = []
         index.lookup(ring: addresses, mask: mask, element: 0xABC0, into: &slots)
-        XCTAssertEqual(slots.sorted(), (0..<300).map(UInt32.init))
+        #expect(slots.sorted() == (0..<300).map(UInt32.init))
         index.lookup(ring: addresses, mask: mask, element: 0xDEF0, into: &slots)
-        XCTAssertEqual(slots, [])
-        XCTAssertEqual(index.maxDisplacement(ring: addresses, mask: mask), 0, "300 copies share one bucket: no cluster")
+        #expect(slots == [])
+        #expect(index.maxDisplacement(ring: addresses, mask: mask) == 0, "300 copies share one bucket: no cluster")
     }
+}
+
+/// `#expect(condition, comment)` that also counts the failure, so that a random test can stop
+/// after a few instead of reporting thousands.
+private func check(_ condition: Bool, _ comment: @autoclosure () -> Comment, _ failures: inout Int,
+                   sourceLocation: SourceLocation = #_sourceLocation) {
+    if condition { return }
+    failures += 1
+    Issue.record(comment(), sourceLocation: sourceLocation)
 }
