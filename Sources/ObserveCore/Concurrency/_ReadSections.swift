@@ -12,8 +12,9 @@ import Synchronization
 // - an invalidation exchanges the word for 0, then reads `_readers`: at zero, no reader can hold
 //   the old cache (any later reader's increment is ordered after the exchange, so it loads the
 //   new word) and it is released at once; otherwise it is retired (`_retired`, under
-//   `_retireLock`), and released by whoever next sees `_readers` at zero (the last reader out,
-//   or the next invalidation).
+//   `_retireLock`), `_hasRetired` is set, and `_readers` is read again: at zero it is released
+//   then; otherwise the last reader out sees `_hasRetired` (both sides sequentially consistent)
+//   and releases it.
 // Handlers run inside the read section, so a handler that registers or removes observers
 // retires the cache it is iterating rather than freeing it. Tests:
 // `ConcurrencyTests` (set/observe/cancel from several threads) run under ThreadSanitizer in CI.
@@ -34,7 +35,7 @@ extension KeyValueRegistrar {
     @inlinable
     internal func _leaveReadSection() {
         let previous = _readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).oldValue
-        if previous == 1 && _hasRetired.load(ordering: .relaxed) { _drainRetired() }
+        if previous == 1 && _hasRetired.load(ordering: .sequentiallyConsistent) { _drainRetired() }
     }
 
     /// `_leaveReadSection()` for a caller that holds a lock (an array's): it never drains, because
@@ -47,10 +48,10 @@ extension KeyValueRegistrar {
     }
 
     /// Frees retired caches when no reader remains: what `_leaveReadSectionUnderLock()` left
-    /// undone. One relaxed load when nothing is retired.
+    /// undone. One load when nothing is retired.
     @inlinable
     internal func _drainRetiredIfIdle() {
-        if _slowPath(_hasRetired.load(ordering: .relaxed)) { _drainRetired() }
+        if _slowPath(_hasRetired.load(ordering: .sequentiallyConsistent)) { _drainRetired() }
     }
 
     /// Builds and publishes the cache from the registry (under the shard lock, which orders it
@@ -83,8 +84,23 @@ extension KeyValueRegistrar {
             for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
         } else {
             _retired.append(cache)
-            _hasRetired.store(true, ordering: .relaxed)
-            _retireLock.unlock()
+            // Then the readers are counted again: the last reader may have left between the two
+            // loads, and checked `_hasRetired` before this store. Both sides are sequentially
+            // consistent (store here, then load `_readers`; decrement there, then load
+            // `_hasRetired`), so either this load sees the reader gone and frees the caches now,
+            // or the reader's load sees this store and frees them itself. Without it, a retired
+            // cache waited for the next registration change or reader, and one holding a handler
+            // that captures the object was never freed.
+            _hasRetired.store(true, ordering: .sequentiallyConsistent)
+            if _readers.load(ordering: .sequentiallyConsistent) == 0 {
+                let retired = _retired
+                _retired.removeAll()
+                _hasRetired.store(false, ordering: .relaxed)
+                _retireLock.unlock()
+                for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
+            } else {
+                _retireLock.unlock()
+            }
         }
     }
 

@@ -47,7 +47,7 @@ struct DrainUnderLockTests {
             let finished = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
                 runOnThreads(2) { thread in
-                    let (array, students, spare) = shared.value
+                    let (array, students, spare) = shared.value!
                     if thread == 0 {
                         var value = 0
                         while !stop.load(ordering: .relaxed) {
@@ -64,6 +64,9 @@ struct DrainUnderLockTests {
                         stop.store(true, ordering: .relaxed)
                     }
                 }
+                // Dropped before signalling: the queue releases this block only after it returns,
+                // which could be after the leak check below.
+                shared.value = nil
                 finished.signal()
             }
             // The re-entry this guards against spins for ever on the array's lock: a watchdog
@@ -81,8 +84,9 @@ struct DrainUnderLockTests {
     }
 }
 
-/// Hands non-Sendable test objects to the threads of one test (each is used as the test says).
+/// Hands non-Sendable test objects to the threads of one test (each is used as the test says),
+/// and lets the test drop them.
 private final class _UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
+    var value: Value?
     init(_ value: Value) { self.value = value }
 }
