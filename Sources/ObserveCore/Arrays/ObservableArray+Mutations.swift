@@ -183,7 +183,7 @@ extension ObservableArray {
 
     /// Delivers what a mutation recorded, after the lock was dropped; when it recorded nothing,
     /// frees the dispatch caches that a read section left under the lock had to leave retired
-    /// (`_leaveReadSectionUnderLock`; one relaxed load when there are none).
+    /// (`_leaveReadSectionUnderLock`; one load when there are none).
     @inline(__always)
     internal func _deliverUnlocked(_ pending: _PendingArrayNotification<Element>?) {
         if let pending { pending.deliver() } else { kvoRegistrar._drainRetiredIfIdle() }
