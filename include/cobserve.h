@@ -13,5 +13,6 @@
 #include "cobs_positions.h"
 #include "cobs_barrier.h"
 #include "cobs_wire.h"
+#include "cobs_sanitizer.h"
 
 #endif /* COBS_COBSERVE_H */

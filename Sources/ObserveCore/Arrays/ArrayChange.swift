@@ -195,6 +195,7 @@ public struct ArrayChange<Element> {
         public subscript(position: Int) -> ChangedElement {
             _require(position >= 0 && position < count,
                      "ArrayChange.elements: index \(position) out of range for count \(count)")
+            defer { _change._snapshot?.readerDone() }
             guard let layout = _layout else {
                 return _change._element(run: 0, offset: position, position: position, keptMap: nil)
             }
@@ -231,6 +232,7 @@ public struct ArrayChange<Element> {
     /// removal/insertion pairs), or nil for ``Kind/elementChanged`` and ``Kind/arrayReplaced``.
     public var difference: CollectionDifference<Element>? {
         if kind == .elementChanged || kind == .arrayReplaced { return nil }
+        defer { _snapshot?.readerDone() }
         var changes: [CollectionDifference<Element>.Change] = []
         var removedOrdinal = 0
         for run in _runs {
@@ -262,7 +264,10 @@ public struct ArrayChange<Element> {
     public func applying(to old: [Element]) -> [Element]? {
         if kind == .arrayReplaced {
             // The contents as the change saw them (a later mutation of the array is not in it).
-            if let snapshot = _snapshot { return Array(snapshot.elements()) }
+            if let snapshot = _snapshot {
+                defer { snapshot.readerDone() }
+                return Array(snapshot.elements())
+            }
             return newArray.map { Array($0) }
         }
         guard let difference else { return old }

@@ -153,7 +153,10 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         @inlinable
         public mutating func next() -> Element? {
             if _slowPath(_next == _runEnd) {
-                guard _wrappedLength > 0 else { return nil }
+                guard _wrappedLength > 0 else {
+                    _storage.readerDone()
+                    return nil
+                }
                 _next = _storage.base
                 _runEnd = _next + _wrappedLength
                 _wrappedLength = 0

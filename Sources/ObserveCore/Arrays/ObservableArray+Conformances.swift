@@ -24,6 +24,7 @@ extension ObservableArray: Equatable where Element: Equatable {
         if lhs === rhs { return true }
         // Snapshots, taken one lock at a time: comparing never holds two arrays' locks.
         let left = lhs._snapshot(), right = rhs._snapshot()
+        defer { left.readerDone(); right.readerDone() }
         guard left.count == right.count else { return false }
         for i in 0..<left.count where left[i] != right[i] { return false }
         return true
@@ -36,6 +37,7 @@ extension ObservableArray: Hashable where Element: Hashable {
     /// whose hash changes.
     public func hash(into hasher: inout Hasher) {
         let snapshot = _snapshot()
+        defer { snapshot.readerDone() }
         hasher.combine(snapshot.count)
         for i in 0..<snapshot.count { hasher.combine(snapshot[i]) }
     }
@@ -49,6 +51,7 @@ extension ObservableArray: Encodable where Element: Encodable {
     /// ```
     public func encode(to encoder: any Encoder) throws {
         let snapshot = _snapshot()
+        defer { snapshot.readerDone() }
         var container = encoder.unkeyedContainer()
         for i in 0..<snapshot.count { try container.encode(snapshot[i]) }
     }

@@ -379,7 +379,10 @@ extension ObservableArray {
     /// kept the change, or a queue delivery still pending, keeps the box to itself).
     private func _recycle(_ box: consuming AnyObject) {
         var box = box
-        guard isKnownUniquelyReferenced(&box) else { return }
+        // A sanitized build never reuses a box: a reader on another thread that dropped it is
+        // ordered before the refill only through the runtime's reference count, which
+        // ThreadSanitizer cannot see (`_CopyOnWriteHandoff`).
+        guard isKnownUniquelyReferenced(&box), !_CopyOnWriteHandoff.isActive else { return }
         Unmanaged.passUnretained(box)._withUnsafeGuaranteedRef {
             unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).clearForReuse()
         }

@@ -92,7 +92,7 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     @inline(__always)
     internal func _makeUnique() {
-        if !isKnownUniquelyReferenced(&_storage) { _storage = _storage.copy() }
+        if isKnownUniquelyReferenced(&_storage) { _storage.writerFoundUnique() } else { _storage = _storage.copy() }
     }
 
     internal func _ensureCapacity(_ extra: Int) {
@@ -113,7 +113,9 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// compares; everything else takes the general path.
     @inlinable @inline(__always)
     internal var _isQuietAndUnique: Bool {
-        _isQuiet && isKnownUniquelyReferenced(&_storage)
+        guard _isQuiet && isKnownUniquelyReferenced(&_storage) else { return false }
+        _storage.writerFoundUnique()
+        return true
     }
 
     /// Nobody observes the array, no element is tracked and no batch is open: a mutation has

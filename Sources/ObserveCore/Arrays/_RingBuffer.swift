@@ -19,6 +19,10 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) private(set) var capacity: Int
     @usableFromInline @exclusivity(unchecked) var head: Int = 0
     @usableFromInline @exclusivity(unchecked) var count: Int = 0
+    /// Whether this is a thread-sanitized build, whose readers and writers of a shared buffer
+    /// annotate their hand-off (`_CopyOnWriteHandoff`). False otherwise: then `readerDone()` and
+    /// `writerFoundUnique()` cost a load of this field and a branch never taken.
+    @usableFromInline let _annotatesHandoffs: Bool = _CopyOnWriteHandoff.isActive
 
     init(capacity requested: Int = 0) {
         let capacity = requested == 0 ? 0 : max(4, Self._roundUp(requested))
@@ -27,8 +31,22 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     }
 
     deinit {
+        writerFoundUnique()   // the last reference is gone: freeing writes what readers read
         _forEachRun { start, length, _ in (base + start).deinitialize(count: length) }
         base.deallocate()
+    }
+
+    /// A reader (any thread) is done reading this buffer as a snapshot; see `_CopyOnWriteHandoff`.
+    @inlinable @inline(__always)
+    func readerDone() {
+        if _slowPath(_annotatesHandoffs) { _CopyOnWriteHandoff.readerDone(self) }
+    }
+
+    /// The owning array found this buffer uniquely referenced and is about to write it (or the
+    /// buffer is being freed); see `_CopyOnWriteHandoff`.
+    @inlinable @inline(__always)
+    func writerFoundUnique() {
+        if _slowPath(_annotatesHandoffs) { _CopyOnWriteHandoff.writerFoundUnique(self) }
     }
 
     /// Calls `body(firstSlot, length, firstIndex)` for the at most two runs of slots that hold

@@ -13,6 +13,11 @@
 //   itself out. A replaced cache is freed by whoever sees the reader count at zero.
 // - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in C thread-local storage.
 // - `_ThreadLocal` (`_ThreadLocal.swift`): one object per thread (silence scopes, transactions).
+// - `_CopyOnWriteHandoff` (`_CopyOnWriteHandoff.swift`): an array's storage, shared as a
+//   copy-on-write snapshot, is read on one thread, dropped, then found unique and written on
+//   another; the reference count orders that, but inside the uninstrumented Swift runtime, so in
+//   thread-sanitized builds the reader and the writer also state the order to ThreadSanitizer
+//   (and change boxes are not recycled). Ordinary builds test one flag in the buffer.
 //
 // Locks and their order. While holding the lock on the left, a thread may take the one on the
 // right, never the reverse:

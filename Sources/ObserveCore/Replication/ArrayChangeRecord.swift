@@ -50,6 +50,7 @@ public struct ArrayChangeRecord<Element> {
         for run in runs where run.op == .insert || run.op == .modify {
             for index in run.start..<(run.start + run.length) { values.append(change._snapshot.unsafelyUnwrapped[index]) }
         }
+        change._snapshot?.readerDone()
         self.init(oldCount: change.oldCount, newCount: change.newCount, runs: runs, values: values)
     }
 
