@@ -195,7 +195,6 @@ public struct ArrayChange<Element> {
         public subscript(position: Int) -> ChangedElement {
             _require(position >= 0 && position < count,
                      "ArrayChange.elements: index \(position) out of range for count \(count)")
-            defer { _change._snapshot?.readerDone() }
             guard let layout = _layout else {
                 return _change._element(run: 0, offset: position, position: position, keptMap: nil)
             }
@@ -216,16 +215,25 @@ public struct ArrayChange<Element> {
             return ChangedElement(element: _removed.value(oldIndex: old, ordinal: position),
                                   oldIndex: old, newIndex: nil)
         case .insert:
-            return ChangedElement(element: _snapshot.unsafelyUnwrapped[run.start + offset],
+            return ChangedElement(element: _snapshotElement(at: run.start + offset),
                                   oldIndex: nil, newIndex: run.start + offset)
         case .move:
-            return ChangedElement(element: _snapshot.unsafelyUnwrapped[run.to + offset],
+            return ChangedElement(element: _snapshotElement(at: run.to + offset),
                                   oldIndex: run.start + offset, newIndex: run.to + offset)
         case .modify:
             let new = run.start + offset
-            return ChangedElement(element: _snapshot.unsafelyUnwrapped[new],
+            return ChangedElement(element: _snapshotElement(at: new),
                                   oldIndex: keptMap?.oldIndex(ofNewIndex: new) ?? new, newIndex: new)
         }
+    }
+
+    /// The element at `index` of the array after the change, read from the change's snapshot.
+    @inlinable @inline(__always)
+    internal func _snapshotElement(at index: Int) -> Element {
+        let snapshot = _snapshot.unsafelyUnwrapped
+        let element = snapshot[index]
+        snapshot.readerDone()
+        return element
     }
 
     /// The change as the standard library's `CollectionDifference` (moves become associated

@@ -116,8 +116,17 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     /// Reallocates to at least `minimumCapacity` slots, elements moved to slots 0..<count.
     /// Every slot changes: a position index must be rebuilt afterwards.
     func grow(to minimumCapacity: Int) {
-        let newCapacity = max(4, Self._roundUp(max(minimumCapacity, capacity * 2)))
-        let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+        _relocate(capacity: max(4, Self._roundUp(max(minimumCapacity, capacity * 2))))
+    }
+
+    /// Moves the contents to slots 0..<count of a new allocation of the same capacity, so that
+    /// they are contiguous (`isContiguous`). Every slot changes: a position index must be rebuilt.
+    func makeContiguous() {
+        _relocate(capacity: capacity)
+    }
+
+    private func _relocate(capacity newCapacity: Int) {
+        let newBase = UnsafeMutablePointer<Element>.allocate(capacity: max(newCapacity, 1))
         _forEachRun { start, length, index in (newBase + index).moveInitialize(from: base + start, count: length) }
         base.deallocate()
         base = newBase

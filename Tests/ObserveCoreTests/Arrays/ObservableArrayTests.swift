@@ -193,6 +193,46 @@ struct ObservableArrayTests {
         #expect(iterator.next() == nil, "and stays at its end")
     }
 
+    @Test("iterating a wrapped ring lays it out contiguously only when nothing shares or tracks it",
+          arguments: ObservationBackend.allCases)
+    func iterationOfWrappedRing(backend: ObservationBackend) {
+        // Unshared, untracked: relaid out in place by the first iteration; the array is unchanged
+        // and goes on wrapping afterwards.
+        let numbers = ObservableArray([1, 2, 3], backend: backend)
+        numbers.insert(0, at: 0)
+        #expect(Array(numbers) == [0, 1, 2, 3])
+        numbers.insert(-1, at: 0)
+        #expect(Array(numbers) == [-1, 0, 1, 2, 3] && Array(numbers) == [-1, 0, 1, 2, 3])
+        // Shared with a live iterator: that iterator keeps the contents it started with.
+        let held = numbers.makeIterator()
+        _ = numbers.removeLast()
+        #expect(Array(IteratorSequence(held)) == [-1, 0, 1, 2, 3])
+        // Shared with a change that an observer kept, while wrapped: iterated from a copy.
+        final class Kept: @unchecked Sendable { var change: ArrayChange<Int>? }
+        let kept = Kept()
+        let keeper = numbers.observe { _, change in kept.change = change }
+        numbers.insert(-2, at: 0)   // wraps again; the kept change shares the storage
+        #expect(Array(numbers) == [-2, -1, 0, 1, 2])
+        #expect(kept.change?.applying(to: [-1, 0, 1, 2]) == [-2, -1, 0, 1, 2])
+        keeper.cancel()
+        #expect(Array(numbers) == [-2, -1, 0, 1, 2])
+
+        // Tracked elements (their positions are slots): iterated from a copy, the slots untouched,
+        // so a later element change still reports the right index.
+        let people = (0..<4).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(Array(people[1...]), backend: backend)
+        var reported: [Int] = []
+        let token = array.observe(elementKeyPaths: [\Student.grade]) { _, change in
+            if change.kind == .elementChanged { reported += change.elements.compactMap(\.newIndex) }
+        }
+        array.insert(people[0], at: 0)   // wraps the ring
+        #expect(array.map(\.name) == ["s0", "s1", "s2", "s3"])
+        people[3].grade += 1
+        people[0].grade += 1
+        #expect(reported == [3, 0])
+        token.cancel()
+    }
+
     @Test("sort agrees with Array's, keeps equal elements in order, observed or not, across ring wrap-around",
           arguments: ObservationBackend.allCases)
     func sortAgreesWithArray(backend: ObservationBackend) {
