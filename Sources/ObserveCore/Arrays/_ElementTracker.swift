@@ -61,7 +61,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
             _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
         }
         let memberBits = _memberBits
-        Self._forEachElement(ring) { $0.kvoRegistrar._enterArray(memberBits: memberBits) }
+        Self._forEachRegistrar(ring) { $0._enterArray(memberBits: memberBits) }
         for keyID in keyIDs { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
 
@@ -74,24 +74,25 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         keys += added.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
         let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         _memberBits |= bits
-        Self._forEachElement(ring) { $0.kvoRegistrar._addMemberBits(bits) }
+        Self._forEachRegistrar(ring) { $0._addMemberBits(bits) }
         for keyID in added { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
 
-    /// Calls `body` with every element of `ring`, borrowed: no retain or release per element
-    /// (the ring keeps each alive, and the caller holds the array's lock).
+    /// Calls `body` with the registrar of every element of `ring`, borrowed: no retain or
+    /// release per element (the ring keeps each alive, and the caller holds the array's lock).
     @inline(__always)
-    private static func _forEachElement(_ ring: _RingBuffer<Element>, _ body: (Element) -> Void) {
+    private static func _forEachRegistrar(_ ring: _RingBuffer<Element>, _ body: (KeyValueRegistrar) -> Void) {
         let addresses = ring.addresses
-        for i in 0..<ring.count { _withElement(at: addresses[ring.slot(i)], body) }
+        for i in 0..<ring.count { _withRegistrar(at: addresses[ring.slot(i)], body) }
     }
 
-    /// Calls `body` with the element whose address a ring slot holds, borrowed (the ring keeps
-    /// it alive while the caller holds the array's lock).
+    /// Calls `body` with the registrar of the element whose address a ring slot holds, borrowed
+    /// (the ring keeps the element alive while the caller holds the array's lock), through the
+    /// element type's own witness: no retain, no copy of the element
+    /// (`KeyValueObservable._withRegistrar(ofObjectAt:_:)`).
     @inline(__always)
-    private static func _withElement(at address: UInt, _ body: (Element) -> Void) {
-        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped)
-            ._withUnsafeGuaranteedRef { body(unsafeDowncast($0, to: Element.self)) }
+    private static func _withRegistrar(at address: UInt, _ body: (KeyValueRegistrar) -> Void) {
+        Element._withRegistrar(ofObjectAt: UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped, body)
     }
 
     @inline(__always)
@@ -115,15 +116,15 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     override func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
-        if _stale { element.kvoRegistrar._enterArray(memberBits: _memberBits); return }
-        _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
-        element.kvoRegistrar._enterArray(memberBits: _memberBits)
+        let address = _address(element), memberBits = _memberBits
+        if !_stale { _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: address, slot: UInt32(slot)) }
+        Self._withRegistrar(at: address) { $0._enterArray(memberBits: memberBits) }
     }
 
     override func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
-        if _stale { element.kvoRegistrar._leaveArray(); return }
-        _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
-        element.kvoRegistrar._leaveArray()
+        let address = _address(element)
+        if !_stale { _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: address, slot: UInt32(slot)) }
+        Self._withRegistrar(at: address) { $0._leaveArray() }
     }
 
     override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
@@ -131,7 +132,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         for i in indices {
             let slot = ring.slot(i), address = addresses[slot]
             if !_stale { _index.insert(ring: addresses, mask: mask, element: address, slot: UInt32(slot)) }
-            Self._withElement(at: address) { $0.kvoRegistrar._enterArray(memberBits: memberBits) }
+            Self._withRegistrar(at: address) { $0._enterArray(memberBits: memberBits) }
         }
     }
 
@@ -140,7 +141,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         for i in indices {
             let slot = ring.slot(i), address = addresses[slot]
             if !_stale { _index.remove(ring: addresses, mask: mask, element: address, slot: UInt32(slot)) }
-            Self._withElement(at: address) { $0.kvoRegistrar._leaveArray() }
+            Self._withRegistrar(at: address) { $0._leaveArray() }
         }
     }
 
@@ -166,7 +167,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     override func leaveAll(_ ring: _RingBuffer<Element>) {
-        Self._forEachElement(ring) { $0.kvoRegistrar._leaveArray() }
+        Self._forEachRegistrar(ring) { $0._leaveArray() }
         _index.clear()
         _stale = false
     }

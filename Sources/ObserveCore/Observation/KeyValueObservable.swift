@@ -31,6 +31,25 @@ import Dispatch
 public protocol KeyValueObservable: AnyObject {
     /// The object's registrar. Store it as `let kvoRegistrar = KeyValueRegistrar()`; never share it.
     var kvoRegistrar: KeyValueRegistrar { get }
+
+    /// Calls `body` with the registrar of the object at `address`, borrowed. An implementation
+    /// detail of ``ObservableArray``: do not implement it; the default is the right one.
+    ///
+    /// An array tracking its elements' properties tells each element's registrar so when it
+    /// starts (and when elements enter or leave). Its code is generic over the element type, so
+    /// reading `kvoRegistrar` there goes through the protocol witness, which returns the registrar
+    /// retained, and copies each element through value witnesses: three atomic reference-count
+    /// operations per element on top of the one the registrar needs. This requirement's default
+    /// implementation is inlined into each conforming type's witness, where the type is known, so
+    /// the array reaches each registrar with no retain, and never copies the element.
+    static func _withRegistrar(ofObjectAt address: UnsafeRawPointer, _ body: (KeyValueRegistrar) -> Void)
+}
+
+extension KeyValueObservable {
+    @inlinable
+    public static func _withRegistrar(ofObjectAt address: UnsafeRawPointer, _ body: (KeyValueRegistrar) -> Void) {
+        Unmanaged<Self>.fromOpaque(address)._withUnsafeGuaranteedRef { body($0.kvoRegistrar) }
+    }
 }
 
 // MARK: - Observing with a token
