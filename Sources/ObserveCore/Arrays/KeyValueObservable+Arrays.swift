@@ -53,14 +53,14 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
     private let _options: ArrayObservationOptions
     private let _delivery: ObservationDelivery
     private let _elementKeyPaths: [AnyKeyPath]
-    private let _startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?
+    private let _startTracking: ((ObservableArray<Element>, [_ElementKey]) -> Void)?
     private let _handler: (Owner, ArrayChange<Element>) -> Void
     @exclusivity(unchecked) private var _ownerRegistration: _AnyRegistration?
     @exclusivity(unchecked) private var _arrayRegistration: _AnyRegistration?
     @exclusivity(unchecked) private var _cancelled = false
 
     private init(options: ArrayObservationOptions, delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
-                 startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?,
+                 startTracking: ((ObservableArray<Element>, [_ElementKey]) -> Void)?,
                  handler: @escaping (Owner, ArrayChange<Element>) -> Void) {
         _options = options
         _delivery = delivery
@@ -71,7 +71,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
 
     static func start(owner: Owner, keyPath: KeyPath<Owner, ObservableArray<Element>>, options: ArrayObservationOptions,
                       delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
-                      startTracking: ((ObservableArray<Element>, Set<UInt32>) -> Void)?,
+                      startTracking: ((ObservableArray<Element>, [_ElementKey]) -> Void)?,
                       handler: @escaping (Owner, ArrayChange<Element>) -> Void) -> ObservationToken {
         let observation = _ArrayObservation(options: options, delivery: delivery, elementKeyPaths: elementKeyPaths,
                                             startTracking: startTracking, handler: handler)

@@ -135,20 +135,23 @@ extension ObservableArray {
     /// Adds an array registration and, for element key paths, starts or widens element tracking.
     internal func _addArrayRegistration(observer: AnyObject?, context: ObservationContext, options: ArrayObservationOptions,
                                         delivery: ObservationDelivery, elementKeyPaths: [AnyKeyPath],
-                                        startTracking: ((Set<UInt32>) -> Void)?, silenceOwner: UInt = 0,
+                                        startTracking: (([_ElementKey]) -> Void)?, silenceOwner: UInt = 0,
                                         handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void)
     -> _ArrayRegistration<Element>? {
-        var keyIDs: [UInt32] = []
+        // Each key path's id as its elements announce it (a superclass's key for an inherited
+        // property), with the key path the caller wrote, which changes report.
+        var keys: [_ElementKey] = []
         for keyPath in elementKeyPaths {
-            let id = _KeyTable.shared.id(for: keyPath)
-            if !keyIDs.contains(id) { keyIDs.append(id) }
+            let id = _KeyCatalog.shared.elementKeyID(for: keyPath)
+            if !keys.contains(where: { $0.id == id }) { keys.append(_ElementKey(id: id, keyPath: keyPath)) }
         }
+        let keyIDs = keys.map(\.id)
         let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: ObservationOptions(options),
                                               delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
         // Before the registration is published: a delivery must never see it without its owner.
         if silenceOwner != 0 { registration._silenceOwner.store(silenceOwner, ordering: .relaxed) }
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
-        if !keyIDs.isEmpty { startTracking?(Set(keyIDs)) }
+        if !keys.isEmpty { startTracking?(keys) }
         if options.contains(.initial) {
             let snapshot = _snapshot()
             registration.deliver(self, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
@@ -248,13 +251,13 @@ extension ObservableArray where Element: KeyValueObservable {
         }
     }
 
-    /// Starts element tracking for `keyIDs` (or adds them to the running tracker).
-    internal func _startTracking(_ keyIDs: Set<UInt32>) {
+    /// Starts element tracking for `keys` (or adds them to the running tracker).
+    internal func _startTracking(_ keys: [_ElementKey]) {
         _lock.withLock {
             if let tracker = _tracker as? _ElementTracker<Element>, tracker.isActive {
-                tracker.add(keyIDs: keyIDs, ring: _storage)
+                tracker.add(keys: keys, ring: _storage)
             } else {
-                _tracker = _ElementTracker(array: self, keyIDs: keyIDs, ring: _storage)
+                _tracker = _ElementTracker(array: self, keys: keys, ring: _storage)
             }
         }
     }
@@ -276,8 +279,8 @@ extension ObservableArray where Element: KeyValueObservable {
 }
 
 extension ObservableArray {
-    /// Called by the tracker when a property of `element` changed.
-    internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, element: Element,
+    /// Called by the tracker when a property of the element at `elementAddress` changed.
+    internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, elementAddress: UInt,
                                     values: _ElementValueStore) {
         _joinTransaction()
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
@@ -286,7 +289,7 @@ extension ObservableArray {
         let boxObject = _takeChangeBox()
         let prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
             _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
-                                  keyID: keyID, element: element, values: values)
+                                  keyID: keyID, elementAddress: elementAddress, values: values)
         }
         if let (cache, range) = prepared {
             _deliverElementChange(ArrayChange(_box: unsafeDowncast(boxObject, to: _ArrayChangeBox<Element>.self)),
@@ -300,7 +303,7 @@ extension ObservableArray {
     /// Under the array's lock: fills `box` with the element change and enters a read section on
     /// the observers that want it; nil (lock released, no section held) when nobody does.
     private func _prepareElementChange(_ box: _ArrayChangeBox<Element>, tracker: _AnyElementTracker<Element>,
-                                       keyID: UInt32, element: Element, values: _ElementValueStore)
+                                       keyID: UInt32, elementAddress: UInt, values: _ElementValueStore)
     -> (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? {
         _lock.lock()
         defer { _lock.unlock() }
@@ -308,7 +311,7 @@ extension ObservableArray {
         // retain/release pair around each call that takes it cost two atomic operations each.
         let storage = Unmanaged.passUnretained(_storage)
         guard tracker === _tracker, tracker.isActive,
-              storage._withUnsafeGuaranteedRef({ tracker.appendModifyRuns(of: element, ring: $0, to: &box.runs) })
+              storage._withUnsafeGuaranteedRef({ tracker.appendModifyRuns(ofElementAt: elementAddress, ring: $0, to: &box.runs) })
         else { return nil }
         if let batch = _batch {
             // Inside a batch the element's indices are in a state observers have not been told

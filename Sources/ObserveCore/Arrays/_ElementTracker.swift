@@ -1,3 +1,11 @@
+/// An element key path an array tracks: the key id its elements' setters announce (for a
+/// property a superclass declares, that superclass's key) and the key path the observer wrote,
+/// which the array's element changes report.
+internal struct _ElementKey {
+    let id: UInt32
+    let keyPath: AnyKeyPath
+}
+
 /// What an ``ObservableArray`` of any element type calls when its contents change; the
 /// concrete tracker exists only for elements that are ``KeyValueObservable``.
 @usableFromInline
@@ -26,7 +34,7 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     /// Appends `element`'s indices to `runs` as canonical modify runs (ascending, touching ones
     /// merged); false when the element is not in the array. Allocates nothing for an element
     /// present once (lock held).
-    func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool { false }
+    func appendModifyRuns(ofElementAt address: UInt, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool { false }
     /// Whether the position index matches the ring (false once a block move could not be
     /// recorded; it is rebuilt on next use).
     var isIndexed: Bool { true }
@@ -51,11 +59,12 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @exclusivity(unchecked) private var _slots: [UInt32] = []
 
     /// Creates the tracker and indexes every element (the caller holds the array's lock).
-    init(array: ObservableArray<Element>, keyIDs: Set<UInt32>, ring: _RingBuffer<Element>) {
+    init(array: ObservableArray<Element>, keys elementKeys: [_ElementKey], ring: _RingBuffer<Element>) {
+        let keyIDs = elementKeys.map(\.id)
         self.array = array
         self._index = array.kvoRegistrar.backend.makePositionIndex(capacityHint: ring.count)
         super.init()
-        self.keys = keyIDs.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
+        self.keys = elementKeys.map { ($0.id, $0.keyPath) }
         self._memberBits = keyIDs.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         if ring.capacity > 0 {
             _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
@@ -68,14 +77,14 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     override var isActive: Bool { _active }
 
     /// Adds element keys (the caller holds the array's lock).
-    func add(keyIDs newKeys: Set<UInt32>, ring: _RingBuffer<Element>) {
-        let added = newKeys.filter { !tracks($0) }
+    func add(keys newKeys: [_ElementKey], ring: _RingBuffer<Element>) {
+        let added = newKeys.filter { !tracks($0.id) }
         guard !added.isEmpty else { return }
-        keys += added.map { ($0, _KeyTable.shared.keyPath(for: $0)!) }
-        let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
+        keys += added.map { ($0.id, $0.keyPath) }
+        let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1.id) }
         _memberBits |= bits
         Self._forEachRegistrar(ring) { $0._addMemberBits(bits) }
-        for keyID in added { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
+        for key in added { _ElementTrackerDirectory.shared.register(self, keyID: key.id) }
     }
 
     /// Calls `body` with the registrar of every element of `ring`, borrowed: no retain or
@@ -179,15 +188,15 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         _ElementTrackerDirectory.shared.unregister(self, keyIDs: keys.map(\.id))
     }
 
-    override func appendModifyRuns(of element: Element, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {
+    override func appendModifyRuns(ofElementAt address: UInt, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {
         guard ring.capacity > 0 else { return false }
         _refresh(ring)
-        if let slot = _index.singleSlot(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element)) {
+        if let slot = _index.singleSlot(ring: ring.addresses, mask: UInt32(ring.mask), element: address) {
             runs.append(_ArrayRun(.modify, start: (Int(slot) &- ring.head) & ring.mask, length: 1))
             return true
         }
         // Absent, or present several times (singleSlot answers for an element present once).
-        _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), into: &_slots)
+        _index.lookup(ring: ring.addresses, mask: UInt32(ring.mask), element: address, into: &_slots)
         if _slots.isEmpty { return false }
         // Slots become indices in place and are sorted in place: no temporary arrays.
         for k in _slots.indices { _slots[k] = UInt32(truncatingIfNeeded: (Int(_slots[k]) &- ring.head) & ring.mask) }
@@ -211,9 +220,10 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     override func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
         guard let array else { return }
-        // The key id fixes the element type: key ids are interned per key path, and a key path's
-        // root is the `Element` of the arrays that track it.
-        let element = unsafeDowncast(element, to: Element.self)
-        array._elementDidChange(tracker: self, keyID: keyID, element: element, values: values)
+        // Only the element's address is used (to find its indices): the object that changed may
+        // be of a superclass of `Element` when the key is declared there, and then is not in
+        // this array, so it is never cast to `Element`.
+        array._elementDidChange(tracker: self, keyID: keyID, elementAddress: UInt(bitPattern: ObjectIdentifier(element)),
+                                values: values)
     }
 }

@@ -196,6 +196,39 @@ internal final class _KeyCatalog: @unchecked Sendable {
         }
     }
 
+    /// The key an array tracking its elements' `keyPath` listens to: the key path's own key when
+    /// the element type declares it, or the key a superclass declares for the same property
+    /// (`\Car.speed` with `Vehicle.speed` declared): an element's setter announces only the key
+    /// its class declares. A chain (`\Student.address?.city`) or a dependent key stops with a
+    /// message: no element setter announces one, so tracking it would report nothing, ever.
+    func elementKeyID(for keyPath: AnyKeyPath) -> UInt32 {
+        let id = _KeyTable.shared.id(for: keyPath)
+        let root = type(of: keyPath).rootType
+        ensureListed(root)
+        let current = kind(id)
+        if current == .plain { return id }
+        // Before the derived check: observing `\Car.speed` on one car made it a derived key (a
+        // one-hop chain onto `Vehicle.speed`), and that is the key an element announces.
+        if let rootClass = root as? AnyClass,
+           let hop = _resolveInherited(keyPath, id: id, root: rootClass, value: type(of: keyPath).valueType) {
+            return hop.keyID
+        }
+        if current == .derived || Self._componentCount(keyPath) >= 2 {
+            fatalError(Self._elementDerivedMessage(keyPath))
+        }
+        // Not declared yet (its `static let` may not have run): tracked under its own id, which its
+        // setter announces once the key exists.
+        return id
+    }
+
+    private static func _elementDerivedMessage(_ keyPath: AnyKeyPath) -> String {
+        "ObserveCore: cannot track \(keyPath.debugDescription) as an element key path of "
+            + "\(type(of: keyPath).rootType): element key paths must name "
+            + "a property the element's class (or a superclass) declares an ObservableKey for. A key path chain or "
+            + "a dependent key is announced only to observations of each object, never by the element's setter; "
+            + "observe the element's own keys the chain or the dependent key is made of."
+    }
+
     /// A search through sequences of declared keys, breadth first, whose components spell the
     /// target's: each link's components, then an optional-chain component after an optional
     /// link; the leaf's components; and a final optional wrap when the chain went through an

@@ -71,7 +71,7 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
 
     /// Registers on `array` (inline delivery into the stream's buffer) and wraps the stream.
     internal init(_ array: ObservableArray<ArrayElement>, options: ArrayObservationOptions, elementKeyPaths: [AnyKeyPath],
-                  startTracking: ((Set<UInt32>) -> Void)?, buffering: ChangeStreamBuffering) {
+                  startTracking: (([_ElementKey]) -> Void)?, buffering: ChangeStreamBuffering) {
         let stream = _ChangeStream<ArrayChange<ArrayElement>>(buffering: buffering, coalesce: Self._fold)
         let sentinel = _StreamSentinel(stream)
         let registration = array._addArrayRegistration(
@@ -84,7 +84,7 @@ public struct ArrayChanges<ArrayElement>: AsyncSequence {
     /// Follows the array held in `keyPath` of `owner` (through reassignments) into a new stream.
     internal init<Owner: KeyValueObservable>(_ owner: Owner, _ keyPath: KeyPath<Owner, ObservableArray<ArrayElement>>,
                                              options: ArrayObservationOptions, elementKeyPaths: [AnyKeyPath],
-                                             startTracking: ((ObservableArray<ArrayElement>, Set<UInt32>) -> Void)?,
+                                             startTracking: ((ObservableArray<ArrayElement>, [_ElementKey]) -> Void)?,
                                              buffering: ChangeStreamBuffering) {
         let stream = _ChangeStream<ArrayChange<ArrayElement>>(buffering: buffering, coalesce: Self._fold)
         let link = _ArrayPropertyStreamLink(stream, owner: owner)

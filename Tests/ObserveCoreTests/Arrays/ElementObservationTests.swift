@@ -26,6 +26,32 @@ struct ElementObservationTests {
         #expect(seen.count == 2)
     }
 
+    @Test("an array of a subclass tracks a key its superclass declares; objects outside the array are ignored",
+          arguments: ObservationBackend.allCases)
+    func superclassKeyOnSubclassElements(backend: ObservationBackend) {
+        let cars = [Car(backend), Car(backend)]
+        let array = ObservableArray(cars, backend: backend)
+        var indices: [Int] = []
+        var values: [Int] = []
+        let token = array.observe(options: [.new], elementKeyPaths: [\Car.speed]) { _, change in
+            guard change.kind == .elementChanged else { return }
+            #expect(change.elementKeyPath == \Car.speed, "the key path the observer wrote")
+            indices += change.elements.compactMap(\.newIndex)
+            values += [change.elementChange(for: \Car.speed)?.new ?? nil].compactMap { $0 }
+        }
+        cars[1].speed = 50
+        #expect(indices == [1] && values == [50])
+        // Neither a plain Vehicle nor a Car outside the array is in it: nothing is reported (the
+        // object that changed is looked up by address, never cast to the array's element type).
+        let vehicle = Vehicle(backend), outsider = Car(backend)
+        vehicle.speed = 10
+        outsider.speed = 20
+        #expect(indices == [1])
+        cars[0].speed = 30
+        #expect(indices == [1, 0])
+        token.cancel()
+    }
+
     @Test("changes of two element keys, one after the other, each name their own key path and value",
           arguments: ObservationBackend.allCases)
     func alternatingKeysNameTheirKeyPath(backend: ObservationBackend) {

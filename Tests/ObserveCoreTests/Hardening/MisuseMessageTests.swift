@@ -82,6 +82,18 @@ struct MisuseMessageTests {
         #expect(stderr.contains("dependent key"))
     }
 
+    @Test("tracking a key path chain as an element key path stops, naming the key path and the fix")
+    func chainAsElementKeyPath() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let garages = ObservableArray([Garage(.c)])
+            _ = garages.observe(elementKeyPaths: [\Garage.car?.speed]) { _, _ in }   // no setter announces it
+        }
+        let stderr = Self.stderr(result)
+        #expect(stderr.contains("ObserveCore: cannot track \\Garage."))
+        #expect(stderr.contains("as an element key path of Garage"))
+        #expect(stderr.contains("observe the element's own keys"))
+    }
+
     @Test("the raw value reserved for ObservationContext.none is refused as a tag")
     func reservedContext() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
