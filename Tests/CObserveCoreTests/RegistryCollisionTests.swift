@@ -53,7 +53,11 @@ import Testing
         var layouts = Set<[String]>()
         for _ in 0..<4 { layouts.insert(try layout(seed: nil)) }
         if layouts == [try layout(seed: 0x243F_6A88_85A3_08D3)] {
+            #if compiler(>=6.3)
             try Test.cancel("built with COBS_DETERMINISTIC_HASHING: every table has the fixed seed")
+            #else
+            return   // Test.cancel arrived with Swift Testing 6.3; the manifest allows 6.0 toolchains
+            #endif
         }
         // As above: four independent random seeds give at least three layouts.
         #expect(layouts.count >= 3, "arc4random_buf gives each table its own seed")

@@ -88,18 +88,22 @@ final class TestRegistry {
         cobs_registry_insert(raw, key, slot, nil)
     }
 
-    func find(_ key: cobs_key) -> cobs_slot? {
+    func find(_ key: cobs_key, sourceLocation: SourceLocation = #_sourceLocation) -> cobs_slot? {
         var slot: cobs_slot = 0
         let status = cobs_registry_find(raw, key, &slot)
-        if status != COBS_OK && status != COBS_NOT_FOUND { Issue.record("find: unexpected status") }
+        if status != COBS_OK && status != COBS_NOT_FOUND {
+            Issue.record("find: unexpected status \(String(cString: cobs_status_name(status)))", sourceLocation: sourceLocation)
+        }
         return status == COBS_OK ? slot : nil
     }
 
     @discardableResult
-    func remove(_ key: cobs_key) -> cobs_slot? {
+    func remove(_ key: cobs_key, sourceLocation: SourceLocation = #_sourceLocation) -> cobs_slot? {
         var slot: cobs_slot = 0
         let status = cobs_registry_remove(raw, key, &slot)
-        if status != COBS_OK && status != COBS_NOT_FOUND { Issue.record("remove: unexpected status") }
+        if status != COBS_OK && status != COBS_NOT_FOUND {
+            Issue.record("remove: unexpected status \(String(cString: cobs_status_name(status)))", sourceLocation: sourceLocation)
+        }
         return status == COBS_OK ? slot : nil
     }
 
