@@ -86,8 +86,10 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         if options.contains(.initial) {
             let array = owner[keyPath: keyPath]
             let snapshot = array._snapshot()
+            let count = snapshot.count
+            snapshot.readerDone()   // the count is read here; the change's readers state their own reads
             observation._deliver(owner, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                                    oldCount: 0, newCount: snapshot.count, isInitial: true,
+                                                    oldCount: 0, newCount: count, isInitial: true,
                                                     newArray: array))
         }
         // The token's closures capture non-generic closures only, so nothing of `Owner`'s type.
@@ -124,8 +126,10 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         }
         guard proceed else { return }
         let snapshot = new._snapshot()
+        let count = snapshot.count
+        snapshot.readerDone()   // the count is read here; the change's readers state their own reads
         _deliver(owner, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                    oldCount: old.count, newCount: snapshot.count,
+                                    oldCount: old.count, newCount: count,
                                     oldArray: old, newArray: new))
     }
 

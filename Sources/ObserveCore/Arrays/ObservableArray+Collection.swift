@@ -160,8 +160,8 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// An iterator over the contents as they are now; later mutations do not affect it.
     ///
     /// - Complexity: O(1), or O(n) when the ring wraps around its allocation (after insertions
-    ///   or removals at the front): the contents are then laid out contiguously first, which the
-    ///   iteration pays for anyway.
+    ///   or removals at the front): the contents are then laid out contiguously first (in place,
+    ///   so later iterations find them contiguous; a loop that stops early pays it too).
     @inlinable
     public func makeIterator() -> Iterator {
         _lock.lock()
@@ -171,13 +171,15 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     }
 
     /// Contiguous storage for an iterator of a ring that wraps (lock held): the array's own
-    /// storage, relaid out in place, when nothing shares it and no element is tracked (a tracked
-    /// element's position is its slot); otherwise a contiguous copy for this iterator alone.
+    /// storage, relaid out in place, when nothing shares it (a tracked element's position is its
+    /// slot, so the position index is rebuilt, as after growing); otherwise a contiguous copy for
+    /// this iterator alone.
     @usableFromInline
     internal func _contiguousStorageForIteration() -> _RingBuffer<Element> {
-        if _tracker == nil && isKnownUniquelyReferenced(&_storage) {
+        if isKnownUniquelyReferenced(&_storage) {
             _storage.writerFoundUnique()
             _storage.makeContiguous()
+            _tracker?.rebuild(_storage)
             return _storage
         }
         return _storage.contiguousCopy()

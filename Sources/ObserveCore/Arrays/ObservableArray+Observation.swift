@@ -154,8 +154,10 @@ extension ObservableArray {
         if !keys.isEmpty { startTracking?(keys) }
         if options.contains(.initial) {
             let snapshot = _snapshot()
+            let count = snapshot.count
+            snapshot.readerDone()   // the count is read here; the change's readers state their own reads
             registration.deliver(self, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                                   oldCount: 0, newCount: snapshot.count, isInitial: true,
+                                                   oldCount: 0, newCount: count, isInitial: true,
                                                    newArray: self))
         }
         return registration

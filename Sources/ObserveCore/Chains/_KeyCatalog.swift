@@ -211,13 +211,18 @@ internal final class _KeyCatalog: @unchecked Sendable {
         // one-hop chain onto `Vehicle.speed`), and that is the key an element announces.
         if let rootClass = root as? AnyClass,
            let hop = _resolveInherited(keyPath, id: id, root: rootClass, value: type(of: keyPath).valueType) {
+            // A superclass's dependent key is no more announced by a setter than the root's own.
+            if kind(hop.keyID) == .derived { fatalError(Self._elementDerivedMessage(keyPath)) }
             return hop.keyID
         }
         if current == .derived || Self._componentCount(keyPath) >= 2 {
             fatalError(Self._elementDerivedMessage(keyPath))
         }
-        // Not declared yet (its `static let` may not have run): tracked under its own id, which its
-        // setter announces once the key exists.
+        // Not declared yet (its `static let` may not have run): tracked under its own id, which the
+        // element's setter announces once the key exists. A property a superclass declares is
+        // found only through that superclass's key listing (`ObservableKeyListing`, which
+        // @KeyValueObservable writes) or once its key was created; without either, nothing
+        // tells this key path apart from an undeclared one.
         return id
     }
 

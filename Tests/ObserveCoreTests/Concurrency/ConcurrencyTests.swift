@@ -178,7 +178,7 @@ struct ConcurrencyTests {
         let handoff = Handoff()
         var token: ObservationToken?
         if throughIterator {
-            // Wrapped around the allocation (the iterator reads where it starts again) and full.
+            // Full, so that the append below grows the storage the reader read.
             _ = array.removeFirst()
             array.append(4)
         } else {
