@@ -128,6 +128,18 @@ public struct ArrayChange<Element> {
                                newCount: newCount, isInitial: isInitial, oldArray: oldArray, newArray: newArray)
     }
 
+    /// "The contents are now `array`'s": an ``Kind/arrayReplaced`` change holding a snapshot of
+    /// `array` (its count read once, and stated as read: `_CopyOnWriteHandoff`; the change's
+    /// own readers state theirs).
+    internal static func _replaced(by array: ObservableArray<Element>, oldCount: Int, isInitial: Bool,
+                                   oldArray: ObservableArray<Element>? = nil) -> ArrayChange {
+        let snapshot = array._snapshot()
+        let count = snapshot.count
+        snapshot.readerDone()
+        return ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot, oldCount: oldCount,
+                           newCount: count, isInitial: isInitial, oldArray: oldArray, newArray: array)
+    }
+
     /// A change made of a filled box (the element-change path, which recycles boxes).
     internal init(_box box: _ArrayChangeBox<Element>) {
         _box = box

@@ -84,13 +84,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             observation._attach(to: owner[keyPath: keyPath], owner: owner)
         }
         if options.contains(.initial) {
-            let array = owner[keyPath: keyPath]
-            let snapshot = array._snapshot()
-            let count = snapshot.count
-            snapshot.readerDone()   // the count is read here; the change's readers state their own reads
-            observation._deliver(owner, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                                    oldCount: 0, newCount: count, isInitial: true,
-                                                    newArray: array))
+            observation._deliver(owner, ._replaced(by: owner[keyPath: keyPath], oldCount: 0, isInitial: true))
         }
         // The token's closures capture non-generic closures only, so nothing of `Owner`'s type.
         let controls = _UncheckedSendable((cancel: { observation.cancel() }, isCancelled: { observation.isCancelled }))
@@ -125,12 +119,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             return true
         }
         guard proceed else { return }
-        let snapshot = new._snapshot()
-        let count = snapshot.count
-        snapshot.readerDone()   // the count is read here; the change's readers state their own reads
-        _deliver(owner, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                    oldCount: old.count, newCount: count,
-                                    oldArray: old, newArray: new))
+        _deliver(owner, ._replaced(by: new, oldCount: old.count, isInitial: false, oldArray: old))
     }
 
     private func _deliver(_ owner: Owner, _ change: ArrayChange<Element>) {

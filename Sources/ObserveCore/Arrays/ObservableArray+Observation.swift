@@ -153,12 +153,7 @@ extension ObservableArray {
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
         if !keys.isEmpty { startTracking?(keys) }
         if options.contains(.initial) {
-            let snapshot = _snapshot()
-            let count = snapshot.count
-            snapshot.readerDone()   // the count is read here; the change's readers state their own reads
-            registration.deliver(self, ArrayChange(kind: .arrayReplaced, runs: [], removed: .none, snapshot: snapshot,
-                                                   oldCount: 0, newCount: count, isInitial: true,
-                                                   newArray: self))
+            registration.deliver(self, ._replaced(by: self, oldCount: 0, isInitial: true))
         }
         return registration
     }

@@ -64,7 +64,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         self.array = array
         self._index = array.kvoRegistrar.backend.makePositionIndex(capacityHint: ring.count)
         super.init()
-        self.keys = elementKeys.map { ($0.id, $0.keyPath) }
+        self.keys = elementKeys
         self._memberBits = keyIDs.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
         if ring.capacity > 0 {
             _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
@@ -80,7 +80,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     func add(keys newKeys: [_ElementKey], ring: _RingBuffer<Element>) {
         let added = newKeys.filter { !tracks($0.id) }
         guard !added.isEmpty else { return }
-        keys += added.map { ($0.id, $0.keyPath) }
+        keys += added
         let bits = added.reduce(0) { $0 | _KeyTable.memberBit(for: $1.id) }
         _memberBits |= bits
         Self._forEachRegistrar(ring) { $0._addMemberBits(bits) }

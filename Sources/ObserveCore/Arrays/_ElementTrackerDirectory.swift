@@ -58,7 +58,7 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
 internal class _ElementTrackerBase: @unchecked Sendable {
     /// Element key ids tracked, with their key paths (few: scanned linearly). Written and read
     /// only under the array's lock (the directory keeps its own copy of each key id).
-    @exclusivity(unchecked) final var keys: [(id: UInt32, keyPath: AnyKeyPath)] = []
+    @exclusivity(unchecked) final var keys: [_ElementKey] = []
 
     final func tracks(_ keyID: UInt32) -> Bool { keys.contains { $0.id == keyID } }
 

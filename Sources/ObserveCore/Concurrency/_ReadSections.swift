@@ -9,12 +9,11 @@ import Synchronization
 //   lock, so a published cache always matches the registry;
 // - a reader counts itself in `_readers` (sequentially consistent increment), then loads the
 //   word (sequentially consistent), and uses the cache unretained until it decrements;
-// - an invalidation exchanges the word for 0, then reads `_readers`: at zero, no reader can hold
-//   the old cache (any later reader's increment is ordered after the exchange, so it loads the
-//   new word) and it is released at once; otherwise it is retired (`_retired`, under
-//   `_retireLock`), `_hasRetired` is set, and `_readers` is read again: at zero it is released
-//   then; otherwise the last reader out sees `_hasRetired` (both sides sequentially consistent)
-//   and releases it.
+// - an invalidation exchanges the word for 0, retires the old cache (`_retired`, under
+//   `_retireLock`), sets `_hasRetired`, then reads `_readers`: at zero, no reader can hold a
+//   retired cache (any later reader's increment is ordered after the exchange, so it loads the
+//   new word) and they are released at once; otherwise the last reader out sees `_hasRetired`
+//   (both sides sequentially consistent) and releases them.
 // Handlers run inside the read section, so a handler that registers or removes observers
 // retires the cache it is iterating rather than freeing it. Tests:
 // `ConcurrencyTests` (set/observe/cancel from several threads) run under ThreadSanitizer in CI.
@@ -35,7 +34,7 @@ extension KeyValueRegistrar {
     @inlinable
     internal func _leaveReadSection() {
         let previous = _readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).oldValue
-        if previous == 1 && _hasRetired.load(ordering: .sequentiallyConsistent) { _drainRetired() }
+        if previous == 1 { _drainRetiredIfIdle() }
     }
 
     /// `_leaveReadSection()` for a caller that holds a lock (an array's): it never drains, because
@@ -75,33 +74,24 @@ extension KeyValueRegistrar {
         guard old != 0 else { return }
         let cache = Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
         _retireLock.lock()
-        if _readers.load(ordering: .sequentiallyConsistent) == 0 {
-            let retired = _retired
-            _retired.removeAll()
-            _hasRetired.store(false, ordering: .relaxed)
+        _retired.append(cache)
+        // Then the readers are counted: the last reader may leave between this count and the
+        // flag, and check `_hasRetired` before it is stored. Both sides are sequentially
+        // consistent (store here, then load `_readers`; decrement there, then load
+        // `_hasRetired`), so either this load sees the reader gone and frees the caches now, or
+        // the reader's load sees this store and frees them itself. Without it, a retired cache
+        // waited for the next registration change or reader, and one holding a handler that
+        // captures the object was never freed.
+        _hasRetired.store(true, ordering: .sequentiallyConsistent)
+        guard _readers.load(ordering: .sequentiallyConsistent) == 0 else {
             _retireLock.unlock()
-            shard.deferRelease(cache.takeRetainedValue())
-            for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
-        } else {
-            _retired.append(cache)
-            // Then the readers are counted again: the last reader may have left between the two
-            // loads, and checked `_hasRetired` before this store. Both sides are sequentially
-            // consistent (store here, then load `_readers`; decrement there, then load
-            // `_hasRetired`), so either this load sees the reader gone and frees the caches now,
-            // or the reader's load sees this store and frees them itself. Without it, a retired
-            // cache waited for the next registration change or reader, and one holding a handler
-            // that captures the object was never freed.
-            _hasRetired.store(true, ordering: .sequentiallyConsistent)
-            if _readers.load(ordering: .sequentiallyConsistent) == 0 {
-                let retired = _retired
-                _retired.removeAll()
-                _hasRetired.store(false, ordering: .relaxed)
-                _retireLock.unlock()
-                for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
-            } else {
-                _retireLock.unlock()
-            }
+            return
         }
+        let retired = _retired
+        _retired.removeAll()
+        _hasRetired.store(false, ordering: .relaxed)
+        _retireLock.unlock()
+        for entry in retired { shard.deferRelease(entry.takeRetainedValue()) }
     }
 
     @usableFromInline @inline(never)

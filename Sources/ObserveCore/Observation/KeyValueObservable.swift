@@ -46,6 +46,8 @@ public protocol KeyValueObservable: AnyObject {
 }
 
 extension KeyValueObservable {
+    /// The one implementation of the requirement: lends `kvoRegistrar` of the object at
+    /// `address`. Inlined into each conforming type's witness, where `Self` is known.
     @inlinable
     public static func _withRegistrar(ofObjectAt address: UnsafeRawPointer, _ body: (KeyValueRegistrar) -> Void) {
         Unmanaged<Self>.fromOpaque(address)._withUnsafeGuaranteedRef { body($0.kvoRegistrar) }
