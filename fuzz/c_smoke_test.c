@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cobs_read_sections.h"
 #include "cobs_registry.h"
 #include "registry_layout.h" /* private: only for the corruption tests */
 
@@ -447,6 +448,48 @@ static void test_thread_depth(void) {
     EXPECT(cobs_thread_depth_leave() == 0);
 }
 
+/* A reader thread inside a section of object 0x1000 until `release` is posted. */
+struct reader_state {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int inside, release;
+    bool drain_requested;
+};
+
+static void *reader_worker(void *arg) {
+    struct reader_state *state = arg;
+    cobs_read_enter(0x1000);
+    pthread_mutex_lock(&state->lock);
+    state->inside = 1;
+    pthread_cond_broadcast(&state->cond);
+    while (!state->release) pthread_cond_wait(&state->cond, &state->lock);
+    pthread_mutex_unlock(&state->lock);
+    state->drain_requested = cobs_read_leave();
+    return NULL;
+}
+
+static void test_read_sections(void) {
+    struct reader_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false};
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, reader_worker, &state) == 0);
+    pthread_mutex_lock(&state.lock);
+    while (!state.inside) pthread_cond_wait(&state.cond, &state.lock);
+    pthread_mutex_unlock(&state.lock);
+    const uintptr_t objects[2] = {0x1000, 0x2000};
+    bool held[2] = {false, true};
+    cobs_read_reclaimable(objects, 2, held);
+    EXPECT(held[0] && !held[1]); /* the reader's object is held, the other is not */
+    pthread_mutex_lock(&state.lock);
+    state.release = 1;
+    pthread_cond_broadcast(&state.cond);
+    pthread_mutex_unlock(&state.lock);
+    EXPECT(pthread_join(thread, NULL) == 0);
+    EXPECT(state.drain_requested); /* it was marked: its leave asked for a drain */
+    cobs_read_reclaimable(objects, 1, held);
+    EXPECT(!held[0]); /* the section ended; the exited thread's record is gone */
+    cobs_read_reclaimable(NULL, 0, NULL); /* nothing to do, no crash */
+}
+
 int main(void) {
     test_status_names();
     test_create_errors();
@@ -458,6 +501,7 @@ int main(void) {
     test_dump();
     test_determinism();
     test_thread_depth();
+    test_read_sections();
     failures += c_smoke_arrays();
     if (failures != 0) {
         fprintf(stderr, "c_smoke_test: %d check(s) FAILED\n", failures);

@@ -204,26 +204,6 @@ cobs_status cobs_registry_check_invariants(const cobs_registry *_Nullable reg);
 /// Prints the table's internal state (one line per bucket) to `stream` (stderr when NULL).
 void cobs_registry_dump(const cobs_registry *_Nullable reg, FILE *_Nullable stream);
 
-/* ------------------------------------------------------------------------------------------- */
-/* Per-thread notification depth (used by the Swift façade to catch runaway recursion)         */
-/* ------------------------------------------------------------------------------------------- */
-
-/// Increments the calling thread's notification depth and returns the new depth. Thread-safe
-/// (each thread has its own counter). Never fails.
-uint32_t cobs_thread_depth_enter(void);
-
-/// Decrements the calling thread's notification depth (never below 0) and returns the new depth.
-uint32_t cobs_thread_depth_leave(void);
-
-/// The calling thread's notification depth. Thread-safe. Never fails.
-uint32_t cobs_thread_depth_get(void);
-
-/// Sets the calling thread's notification depth to `depth` and returns the previous one. For a
-/// delivery that runs on another thread (a queue): it runs at the depth its change was announced
-/// at, so an observer that re-triggers itself through a queue is caught like an inline one.
-/// Thread-safe. Never fails.
-uint32_t cobs_thread_depth_exchange(uint32_t depth);
-
 #ifdef __clang__
 #pragma clang diagnostic pop
 #endif

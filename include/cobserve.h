@@ -14,5 +14,6 @@
 #include "cobs_barrier.h"
 #include "cobs_wire.h"
 #include "cobs_sanitizer.h"
+#include "cobs_read_sections.h"
 
 #endif /* COBS_COBSERVE_H */

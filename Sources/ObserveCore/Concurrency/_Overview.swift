@@ -8,10 +8,14 @@
 //   guarded (measurement in the file). Not `Synchronization.Mutex`: its futex wait lives in an
 //   uninstrumented library, so ThreadSanitizer could not check the callers (`_ActorMailbox.swift`).
 //   `_HolderRecordingLock` adds the holder's thread, to report a re-entry instead of spinning.
-// - Read sections (`_ReadSections.swift`): a registrar publishes its object's immutable
-//   `_DispatchCache` in one atomic word; a setter counts itself in, reads it with no lock, counts
-//   itself out. A replaced cache is freed by whoever sees the reader count at zero.
-// - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in C thread-local storage.
+// - Read sections (`_ReadSections.swift`, with the per-thread records in C:
+//   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
+//   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
+//   with no lock and no read-modify-write, unmarks. A replaced cache is retired to one list and
+//   freed once a membarrier and a scan of the records show no section can hold it — by the
+//   invalidating thread, or by the last thread whose section could.
+// - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in the same C
+//   thread-local record (inline accessors: no call).
 // - `_ThreadLocal` (`_ThreadLocal.swift`): one object per thread (silence scopes, transactions).
 // - `_CopyOnWriteHandoff` (`_CopyOnWriteHandoff.swift`): an array's storage, shared as a
 //   copy-on-write snapshot, is read on one thread, dropped, then found unique and written on
@@ -23,9 +27,10 @@
 // right, never the reverse:
 //   array lock (`ObservableArray._lock`) → shard lock (`_Shard.lock`)   filling a dispatch cache,
 //                                                                       reconciling element tracking
-//   shard lock → retire lock (`KeyValueRegistrar._retireLock`)         invalidating a cache
+//   shard lock → retired-cache lock (`_RetiredCaches._lock`)           invalidating a cache
+//   retired-cache lock → thread-records lock (C, `read_sections.c`)    reclaiming a cache
 //   array lock → element-tracker directory lock                         starting/stopping tracking
-// The retire and directory locks are leaves. The other `_Lock`s (key table, key catalog,
+// The thread-records and directory locks are leaves. The other `_Lock`s (key table, key catalog,
 // `_asObserverLock`, drivers, streams, actor mailbox, bindings, runtime settings) each guard one
 // object's own state.
 // Handlers run under no lock of this library: a handler may observe, cancel, mutate the array it

@@ -1,7 +1,8 @@
 internal import CObserveCore
 
-/// The calling thread's notification depth, kept in C thread-local storage (one `_Thread_local`
-/// load and store; far cheaper than Foundation's thread dictionary).
+/// The calling thread's notification depth, kept in the C core's thread record
+/// (`include/cobs_read_sections.h`: inline accessors of one initial-exec `_Thread_local`, far
+/// cheaper than Foundation's thread dictionary).
 @usableFromInline
 internal enum _ThreadDepth {
     @usableFromInline

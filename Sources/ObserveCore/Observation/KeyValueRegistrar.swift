@@ -38,13 +38,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @usableFromInline internal let _registry: _Registry
     /// The address of the object this registrar serves, 0 until the first registration.
     private let _objectAddress = Atomic<UInt>(0)
-    /// The object's dispatch cache (`Unmanaged<_DispatchCache>` bits, 0 = none) and the count
-    /// of readers inside it; see `Concurrency/_ReadSections.swift` for the publication and reclamation protocol.
+    /// The object's dispatch cache (`Unmanaged<_DispatchCache>` bits, 0 = none); see
+    /// `Concurrency/_ReadSections.swift` for the publication and reclamation protocol.
     @usableFromInline internal let _cacheWord = Atomic<UInt>(0)
-    @usableFromInline internal let _readers = Atomic<Int>(0)
-    @usableFromInline internal let _hasRetired = Atomic<Bool>(false)
-    internal let _retireLock = _Lock()
-    @exclusivity(unchecked) internal var _retired: [Unmanaged<_DispatchCache>] = []
     /// Registrations in which this registrar's object is the *observer*; cancelled on deinit.
     private let _asObserverLock = _Lock()
     @exclusivity(unchecked) private var _asObserver: [_AnyRegistration] = []
@@ -177,21 +173,17 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @inlinable
     internal func _notify<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
                                                            _ oldValue: Value, _ newValue: Value) {
-        let address = UInt(bitPattern: ObjectIdentifier(object))
-        let cache = _enterReadSection(object: address)
-        defer { _leaveReadSection() }
-        // Inside the read section the cache, and so every registration in it, stays alive:
-        // registrations are used unretained.
-        let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
-        guard !range.isEmpty else { return }
+        // Inside the delivery's read section the cache, and so every registration in it, stays
+        // alive: registrations are used unretained.
+        guard let (registrations, range) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)), keyID: key._id)
+        else { return }
+        defer { _closeDelivery() }
         // One load decides for silencing and transactions alike; passed down to each delivery.
         let scopesOpen = _slowPath(_registry.openScopes.load(ordering: .relaxed) != 0)
         if scopesOpen,
            _holdInTransaction(registrations, range, as: _PropertyRegistration<Root, Value>.self, object, oldValue, newValue) {
             return
         }
-        guard _enterDelivery(keyID: key._id) else { return }
-        defer { _ThreadDepth.leave() }
         var equality: Bool? = nil
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
@@ -211,12 +203,9 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @inlinable @inline(never)
     internal func _notifyPrior<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
                                                                 _ oldValue: Value) {
-        let address = UInt(bitPattern: ObjectIdentifier(object))
-        let cache = _enterReadSection(object: address)
-        defer { _leaveReadSection() }
-        let (registrations, range) = cache._withUnsafeGuaranteedRef { ($0.registrations, $0.range(of: key._id)) }
-        guard !range.isEmpty, _enterDelivery(keyID: key._id) else { return }
-        defer { _ThreadDepth.leave() }
+        guard let (registrations, range) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)), keyID: key._id)
+        else { return }
+        defer { _closeDelivery() }
         let scopesOpen = _registry.openScopes.load(ordering: .relaxed) != 0
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
@@ -235,15 +224,21 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @usableFromInline
     internal func _enterDelivery(keyID: UInt32) -> Bool {
         let depth = _ThreadDepth.enter()
-        let limit = ObservationRuntime._maximumDepth.load(ordering: .relaxed)
-        if _fastPath(depth <= limit) { return true }
+        if _fastPath(depth <= ObservationRuntime._maximumDepth.load(ordering: .relaxed)) { return true }
         _ThreadDepth.leave()
+        _reportRunawayRecursion(keyID: keyID, depth: depth)
+        return false
+    }
+
+    /// Reports a notification dropped at `depth`, beyond the limit.
+    @usableFromInline @inline(never)
+    internal func _reportRunawayRecursion(keyID: UInt32, depth: UInt32) {
+        let limit = ObservationRuntime._maximumDepth.load(ordering: .relaxed)
         let name = _KeyTable.shared.displayName(for: keyID)
         ObservationRuntime._reportRunawayRecursion(
             "ObserveCore: runaway recursion: a change of \(name) was announced \(depth) notifications deep "
             + "(limit \(limit); a queued delivery counts as one level deeper than the change that queued it). "
             + "An observer keeps re-triggering the change it observes; the notification at this depth was dropped.")
-        return false
     }
 
     // MARK: Registration plumbing

@@ -52,7 +52,12 @@ internal final class _DispatchCache: @unchecked Sendable {
     /// The registrations of `keyID`, as a range into `registrations` (empty when none).
     @inlinable
     func range(of keyID: UInt32) -> Range<Int> {
-        for i in 0..<keyCount where keyIDs[i] == keyID { return starts[i]..<starts[i + 1] }
+        let keyIDs = keyIDs, count = keyCount
+        var i = 0
+        while i < count {
+            if keyIDs[i] == keyID { return Range(uncheckedBounds: (starts[i], starts[i &+ 1])) }
+            i &+= 1
+        }
         return 0..<0
     }
 }

@@ -1,0 +1,156 @@
+/*
+** ObserveCore C core: thread records and the read-section reclaimer (contracts and the protocol
+** in cobs_read_sections.h).
+**
+** Data: a doubly linked list of the records of every thread that ever opened a read section and
+** has not exited, guarded by `records_lock`; `registered_count` is its length. Invariant: a
+** record is in the list ⟺ its `registered` is 1.
+*/
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* syscall() */
+#endif
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cobs_read_sections.h"
+#include "cobs_sanitizer.h"
+
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#include <sanitizer/tsan_interface.h>
+#define COBS_READ_TSAN 1
+#endif
+#endif
+
+_Thread_local cobs_thread_record cobs_thread_self COBS_TLS_MODEL;
+
+static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
+static cobs_thread_record *records_head;          /* under records_lock */
+static _Atomic(size_t) registered_count;          /* written under records_lock */
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+/* Decided once, before any record is registered: 1 when membarrier orders the readers for us. */
+static int use_membarrier;
+
+static void unregister_thread(void *record);
+
+static void setup(void) {
+    if (pthread_key_create(&exit_key, unregister_thread) != 0) {
+        fputs("ObserveCore: cannot create the pthread key that unregisters exiting threads\n", stderr);
+        abort();
+    }
+#if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+    const long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        use_membarrier = 1;
+    }
+#endif
+}
+
+void cobs_read_register_thread(void) {
+    cobs_thread_record *self = &cobs_thread_self;
+    if (self->registered) return;
+    pthread_once(&setup_once, setup);
+    self->fences = use_membarrier ? 0 : 1;
+    self->annotate = cobs_tsan_enabled ? 1 : 0;
+    pthread_mutex_lock(&records_lock);
+    self->prev = NULL;
+    self->next = records_head;
+    if (records_head) records_head->prev = self;
+    records_head = self;
+    atomic_fetch_add_explicit(&registered_count, 1, memory_order_seq_cst);
+    self->registered = 1;
+    pthread_mutex_unlock(&records_lock);
+    /* A non-NULL value makes the key's destructor run at thread exit. */
+    pthread_setspecific(exit_key, self);
+}
+
+static void unregister_thread(void *record) {
+    cobs_thread_record *self = record;
+    pthread_mutex_lock(&records_lock);
+    if (self->prev) self->prev->next = self->next; else records_head = self->next;
+    if (self->next) self->next->prev = self->prev;
+    self->next = self->prev = NULL;
+    atomic_fetch_sub_explicit(&registered_count, 1, memory_order_seq_cst);
+    self->registered = 0;
+    pthread_mutex_unlock(&records_lock);
+}
+
+void cobs_read_annotate_leave(void) {
+#ifdef COBS_READ_TSAN
+    __tsan_release(&cobs_thread_self);
+#endif
+}
+
+void cobs_read_begin_drain(void) {
+    atomic_store_explicit(&cobs_thread_self.must_drain, 0, memory_order_relaxed);
+}
+
+size_t cobs_read_registered_threads(void) {
+    return atomic_load_explicit(&registered_count, memory_order_seq_cst);
+}
+
+/* Makes every other thread's read-section stores so far visible to the scan that follows, and
+** every load those threads do after it see the caller's stores before it. */
+static void heavy_barrier(void) {
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!use_membarrier) return; /* readers fence themselves */
+    const cobs_thread_record *self = &cobs_thread_self;
+    const size_t others = atomic_load_explicit(&registered_count, memory_order_seq_cst) - (self->registered ? 1 : 0);
+    if (others == 0) return; /* a thread registering from now on loads the words after this */
+#if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        fputs("ObserveCore: membarrier failed after it was registered\n", stderr);
+        abort();
+    }
+#endif
+}
+
+/* Whether `record` may hold the retired cache of `object`. */
+static bool holds(const cobs_thread_record *record, uintptr_t object) {
+    const uintptr_t depth = atomic_load_explicit(&record->read_depth, memory_order_acquire);
+    if (depth == 0) return false;
+    if (depth > 1) return true;
+    return atomic_load_explicit(&record->reading, memory_order_relaxed) == object;
+}
+
+void cobs_read_reclaimable(const uintptr_t *objects, size_t count, bool *held) {
+    if (count == 0 || !objects || !held) return;
+    for (size_t i = 0; i < count; i++) held[i] = true;
+    /* Each pass: barrier, then scan. Stop when nothing is held, or when every holder was
+    ** already marked before this pass's barrier (so it will see its mark when it leaves). Each
+    ** extra pass marks at least one more record, so the loop ends. */
+    for (;;) {
+        heavy_barrier();
+        bool all_marked_before = true;
+        pthread_mutex_lock(&records_lock);
+        for (size_t i = 0; i < count; i++) {
+            if (!held[i]) continue;
+            bool still = false;
+            for (cobs_thread_record *r = records_head; r; r = r->next) {
+                if (!holds(r, objects[i])) continue;
+                still = true;
+                if (!atomic_load_explicit(&r->must_drain, memory_order_relaxed)) {
+                    atomic_store_explicit(&r->must_drain, 1, memory_order_relaxed);
+                    all_marked_before = false;
+                }
+            }
+            held[i] = still;
+#ifdef COBS_READ_TSAN
+            /* The sections that read this cache ended with a release on their records. */
+            if (!still) for (cobs_thread_record *r = records_head; r; r = r->next) __tsan_acquire(r);
+#endif
+        }
+        pthread_mutex_unlock(&records_lock);
+        if (all_marked_before) return;
+    }
+}

@@ -1,0 +1,122 @@
+import Dispatch
+import Foundation
+@_spi(Testing) @testable import ObserveCore
+import ObserveCoreTestSupport
+import Synchronization
+import Testing
+
+/// The reclamation of dispatch caches (`Concurrency/_ReadSections.swift`): a setter reads its
+/// object's cache with no lock; a registration change replaces the cache and retires the old one,
+/// which must stay alive while any thread may still read it and be freed as soon as none can.
+/// What a user sees of it: when a cancelled registration's handler, and everything it captured,
+/// is released. Run under ThreadSanitizer in CI (the `ReadSection` filter of `.ci/run`).
+@Suite("ReadSection", .serialized)
+struct ReadSectionTests {
+    /// Something a handler captures, so that its release can be seen.
+    final class Canary: Sendable {}
+
+    /// Observes `person` with a handler that holds a fresh canary, stores the token in `token`
+    /// (its only owner) and returns a weak view of the canary.
+    private func observeWithCanary(_ person: Person, into token: inout ObservationToken?) -> () -> Canary? {
+        let canary = Canary()
+        weak let weakCanary = canary
+        token = person.observe(\.age) { _, _ in withExtendedLifetime(canary) {} }
+        return { weakCanary }
+    }
+
+    @Test("a cache retired while another thread reads its object lives until that read ends",
+          arguments: ObservationBackend.allCases)
+    func retiredWhileRead(backend: ObservationBackend) {
+        let person = Person(backend)
+        let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        let blocker = person.observe(\.age) { _, _ in entered.signal(); proceed.wait() }
+        var token: ObservationToken?
+        let canary = observeWithCanary(person, into: &token)
+        nonisolated(unsafe) let shared = person
+        Thread { shared.age = 1; done.signal() }.start()
+        entered.wait()                      // the other thread is inside the set, reading the cache
+        token?.cancel()                     // retires the cache it reads
+        token = nil
+        #expect(canary() != nil, "the cache the other thread reads still holds the cancelled registration")
+        #expect(_RetiredCaches.shared.count == 1)
+        proceed.signal()
+        done.wait()                         // its read section ended, and it freed what it held
+        #expect(canary() == nil, "the cancelled handler's captures were released when the read ended")
+        #expect(_RetiredCaches.shared.count == 0)
+        blocker.cancel()
+    }
+
+    @Test("a cache retired while another thread reads a different object is freed at once",
+          arguments: ObservationBackend.allCases)
+    func retiredWhileOtherObjectRead(backend: ObservationBackend) {
+        let busy = Person(backend), other = Person(backend)
+        let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        let blocker = busy.observe(\.age) { _, _ in entered.signal(); proceed.wait() }
+        var token: ObservationToken?
+        let canary = observeWithCanary(other, into: &token)
+        other.age = 1                       // builds other's cache
+        nonisolated(unsafe) let shared = busy
+        Thread { shared.age = 1; done.signal() }.start()
+        entered.wait()
+        token?.cancel()
+        token = nil
+        #expect(canary() == nil, "nobody could read other's old cache: freed by the cancel itself")
+        #expect(_RetiredCaches.shared.count == 0)
+        proceed.signal()
+        done.wait()
+        blocker.cancel()
+    }
+
+    @Test("a handler that cancels mid-delivery: the cache it iterates outlives the cancel, then goes",
+          arguments: ObservationBackend.allCases)
+    func cancelFromInsideHandler(backend: ObservationBackend) {
+        let person = Person(backend)
+        nonisolated(unsafe) var secondToken: ObservationToken?
+        nonisolated(unsafe) var canary: () -> Canary? = { nil }
+        nonisolated(unsafe) var aliveAfterCancel = false
+        let calls = AtomicCounter()
+        let first = person.observe(\.age) { _, _ in
+            calls.increment()
+            secondToken?.cancel()           // retires the cache this delivery iterates
+            secondToken = nil
+            aliveAfterCancel = canary() != nil
+        }
+        canary = observeWithCanary(person, into: &secondToken)
+        person.age = 1
+        #expect(calls.value == 1)
+        #expect(aliveAfterCancel, "the cache being iterated still held the cancelled registration")
+        #expect(canary() == nil, "freed when the set that iterated it returned")
+        #expect(_RetiredCaches.shared.count == 0)
+        first.cancel()
+    }
+
+    /// Threads set shared objects while others observe and cancel on them: every retired cache
+    /// is freed by the end, every handler's captures released, and ThreadSanitizer (CI) sees the
+    /// frees ordered after the reads.
+    @Test("publish and retire hammered from threads: nothing read after free, nothing kept",
+          arguments: ObservationBackend.allCases)
+    func hammer(backend: ObservationBackend) {
+        let threads = max(2, environmentInt("OBSERVECORE_STRESS_THREADS", default: 4))
+        let rounds = environmentInt("OBSERVECORE_STRESS_OPS", default: 5_000) / 5
+        // SharedCounter's setter is thread-safe, as a property set from several threads must be.
+        let counters = (0..<3).map { _ in SharedCounter(backend) }
+        let tracker = LifetimeTracker()
+        let delivered = AtomicCounter()
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            for i in 0..<rounds {
+                let counter = counters[(t + i) % counters.count]
+                if t % 2 == 0 {
+                    counter.value = i                   // reads (and builds) the cache
+                } else {
+                    let canary = tracker.track(Canary())
+                    let token = counter.observe(\.value) { _, _ in withExtendedLifetime(canary) { delivered.increment() } }
+                    counter.value = -i                  // delivered to it at least
+                    token.cancel()                      // retires the cache others may be reading
+                }
+            }
+        }
+        #expect(delivered.value >= rounds * (threads / 2))
+        #expect(_RetiredCaches.shared.count == 0, "every retired cache was freed by the last section that held it")
+        #expect(tracker.survivors.isEmpty, "captures of cancelled handlers still alive: \(tracker.survivors.prefix(3))")
+    }
+}

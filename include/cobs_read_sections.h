@@ -1,0 +1,184 @@
+/*
+** ObserveCore C core: the calling thread's record, and read sections over it.
+**
+** A setter reads its object's dispatch cache (a Swift object published in one atomic word) with
+** no lock and no atomic read-modify-write. It brackets the read with `cobs_read_enter` and
+** `cobs_read_leave`, which write only the calling thread's own record: a depth, and at depth 1
+** the object read. A writer that replaced a cache (a registration changed) hands the old one to
+** a reclaimer, which frees it once no thread's record says it may still be reading it.
+**
+** Why the reader needs no fence. The reader stores "I read object X", then loads the cache word;
+** the writer exchanges the word, then reads the records. Each side needs its store ordered before
+** its load (store-load order, which processors do not give for free). The reader gets it from
+** the reclaimer: `cobs_read_reclaimable` first runs `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
+** which makes every running thread of the process execute a full barrier, so either the reader's
+** store is visible to the scan, or the reader's load comes after the barrier and sees the new
+** word (the old cache is out of its reach). This is the asymmetric fence of userspace RCU's
+** "memb" flavour. Where membarrier is unavailable (not Linux, or refused), every enter and leave
+** executes a full fence instead, and the reclaimer needs none.
+**
+** Who frees, and when (the reclamation story; the Swift side, `Concurrency/_ReadSections.swift`,
+** holds the retired list and calls these):
+** - a retired cache is tagged with its object; a record holds it when its depth is 1 and it
+**   reads that object, or its depth is above 1 (nested sections read other objects: any);
+** - `cobs_read_reclaimable` says which retired caches no record holds: those are freed at once;
+** - for each one still held it marks the holders (`must_drain`) and repeats the barrier and the
+**   scan until every holder was marked before the last barrier: then each holder is guaranteed
+**   to see its mark when it leaves its outermost section (`cobs_read_leave` returns true), and
+**   that thread runs the reclaimer again. A retired cache is therefore freed by the writer when
+**   nobody reads its object, or at the end of the last section that could still hold it.
+**
+** The same record keeps the thread's notification depth (runaway-recursion guard).
+**
+** Thread safety: the inline functions act on the calling thread's record only. The reclaimer
+** functions may be called from any thread, by one caller at a time (the Swift side holds its
+** retired-list lock around them). Records are registered on first use and unregistered when the
+** thread exits (a pthread key destructor).
+*/
+#ifndef COBS_READ_SECTIONS_H
+#define COBS_READ_SECTIONS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Initial-exec TLS: one %fs-relative access instead of a call to __tls_get_addr. The price: a
+** shared library holding this code must be loaded at program start, not dlopen'ed late into a
+** process whose static TLS is exhausted; SwiftPM links the package statically into executables
+** and test bundles, where that cannot happen. */
+#if defined(__GNUC__) || defined(__clang__)
+#define COBS_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#define COBS_READ_INLINE __attribute__((always_inline))
+#else
+#define COBS_TLS_MODEL
+#define COBS_READ_INLINE
+#endif
+
+/** One thread's record. Invariants: `read_depth` counts the thread's open read sections;
+** `reading` is meaningful only while `read_depth == 1`; `must_drain` is set only by a reclaimer
+** (under the caller's lock) and cleared only by the owner (`cobs_read_begin_drain`, under the
+** same lock); `next`/`prev` link every registered record and change only under the records lock. */
+typedef struct cobs_thread_record {
+    _Atomic(uintptr_t) read_depth;
+    _Atomic(uintptr_t) reading;
+    _Atomic(uint32_t) must_drain;
+    uint32_t delivery_depth;  /* owner only: the notification depth */
+    uint8_t registered;       /* owner only: linked into the list of records */
+    uint8_t fences;           /* owner only: full fences at enter/leave (no membarrier) */
+    uint8_t annotate;         /* owner only: tell ThreadSanitizer about leaves (TSan builds) */
+    struct cobs_thread_record *_Nullable next;
+    struct cobs_thread_record *_Nullable prev;
+} cobs_thread_record;
+
+/** The calling thread's record. Zero-initialised in every new thread. Use the functions. */
+extern _Thread_local cobs_thread_record cobs_thread_self COBS_TLS_MODEL;
+
+/** Links the calling thread's record into the list the reclaimer scans. Called by
+** `cobs_read_enter` on a thread's first section; idempotent. Never fails (aborts if the thread
+** exit hook cannot be installed, which only happens when the process is out of pthread keys). */
+void cobs_read_register_thread(void);
+
+/** Tells ThreadSanitizer that the calling thread's sections so far happen before a reclaimer
+** that finds them closed. Called by `cobs_read_leave` in TSan builds only. */
+void cobs_read_annotate_leave(void);
+
+static inline COBS_READ_INLINE void cobs_read_fence(const cobs_thread_record *_Nonnull self) {
+    if (__builtin_expect(self->fences, 0)) atomic_thread_fence(memory_order_seq_cst);
+    else atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the order; membarrier does the rest */
+}
+
+/** Opens a read section of `object`'s cache on the calling thread. Nests. Pair with
+** `cobs_read_leave` on the same thread. Load the cache word after it returns. */
+static inline COBS_READ_INLINE void cobs_read_enter(uintptr_t object) {
+    cobs_thread_record *self = &cobs_thread_self;
+    if (__builtin_expect(!self->registered, 0)) cobs_read_register_thread();
+    const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
+    if (depth == 0) atomic_store_explicit(&self->reading, object, memory_order_relaxed);
+    atomic_store_explicit(&self->read_depth, depth + 1, memory_order_relaxed);
+    cobs_read_fence(self);
+}
+
+/** Closes the innermost read section. Returns true when it was the outermost one and a
+** reclaimer left caches this thread held: the caller should run the reclaimer (the Swift side's
+** drain) once it holds no lock a freed cache's contents could need. */
+static inline COBS_READ_INLINE bool cobs_read_leave(void) {
+    cobs_thread_record *self = &cobs_thread_self;
+    if (__builtin_expect(self->annotate, 0)) cobs_read_annotate_leave();
+    const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
+    atomic_store_explicit(&self->read_depth, depth - 1, memory_order_release);
+    cobs_read_fence(self);
+    return depth == 1 && atomic_load_explicit(&self->must_drain, memory_order_relaxed) != 0;
+}
+
+/** True when the calling thread is in no read section and a reclaimer asked it to drain: what a
+** `cobs_read_leave` whose result was ignored (a lock was held) left to do. */
+static inline COBS_READ_INLINE bool cobs_read_should_drain(void) {
+    cobs_thread_record *self = &cobs_thread_self;
+    return atomic_load_explicit(&self->read_depth, memory_order_relaxed) == 0
+        && atomic_load_explicit(&self->must_drain, memory_order_relaxed) != 0;
+}
+
+/** The calling thread's open read sections (0 outside any). */
+static inline COBS_READ_INLINE uintptr_t cobs_read_depth(void) {
+    return atomic_load_explicit(&cobs_thread_self.read_depth, memory_order_relaxed);
+}
+
+/** Clears the calling thread's drain request. Call under the reclaimer's lock, before
+** `cobs_read_reclaimable`. */
+void cobs_read_begin_drain(void);
+
+/** Decides which retired caches no read section can still hold. `objects[i]` is the object
+** whose cache retired entry `i` was; on return `held[i]` is true for an entry some open section
+** may still read, false for one the caller may free now. For every held entry, each thread that
+** may hold it will see `cobs_read_leave` return true when its outermost section ends.
+** Call with the caller's reclaimer lock held (one reclaimer at a time). `count` may be 0.
+** Cost: one membarrier when another thread has a record (two or more when a section is open on
+** a retired object), a scan of the records per pass. Never fails. */
+void cobs_read_reclaimable(const uintptr_t *_Nullable objects, size_t count, bool *_Nullable held);
+
+/** Number of threads with a registered record (for tests). */
+size_t cobs_read_registered_threads(void);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Per-thread notification depth (the Swift façade's runaway-recursion guard)                  */
+/* ------------------------------------------------------------------------------------------- */
+
+/** Increments the calling thread's notification depth (saturating) and returns the new depth. */
+static inline COBS_READ_INLINE uint32_t cobs_thread_depth_enter(void) {
+    cobs_thread_record *self = &cobs_thread_self;
+    if (self->delivery_depth != UINT32_MAX) self->delivery_depth++;
+    return self->delivery_depth;
+}
+
+/** Decrements the calling thread's notification depth (never below 0) and returns the new depth. */
+static inline COBS_READ_INLINE uint32_t cobs_thread_depth_leave(void) {
+    cobs_thread_record *self = &cobs_thread_self;
+    if (self->delivery_depth != 0) self->delivery_depth--;
+    return self->delivery_depth;
+}
+
+/** The calling thread's notification depth. */
+static inline COBS_READ_INLINE uint32_t cobs_thread_depth_get(void) {
+    return cobs_thread_self.delivery_depth;
+}
+
+/** Sets the calling thread's notification depth to `depth` and returns the previous one. For a
+** delivery that runs on another thread (a queue): it runs at the depth its change was announced
+** at, so an observer that re-triggers itself through a queue is caught like an inline one. */
+static inline COBS_READ_INLINE uint32_t cobs_thread_depth_exchange(uint32_t depth) {
+    cobs_thread_record *self = &cobs_thread_self;
+    const uint32_t previous = self->delivery_depth;
+    self->delivery_depth = depth;
+    return previous;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COBS_READ_SECTIONS_H */
