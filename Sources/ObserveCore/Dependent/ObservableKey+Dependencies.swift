@@ -37,7 +37,7 @@ extension ObservableKey where Root: KeyValueObservable {
     /// ``ObservableKeyListing/observableKeys`` so that it exists before anyone observes it (a
     /// `static let` is created on first use). While a dependent key is observed on an object,
     /// ObserveCore keeps one internal registration per dependency on that object (visible in
-    /// introspection, with the object itself as observer); they go when the last observer of
+    /// introspection, tagged with no observer); they go when the last observer of
     /// the dependent key does. A dependent key must not depend on itself, directly or through
     /// other dependent keys (that would re-announce without end; the runaway-recursion check
     /// reports it).

@@ -1,7 +1,7 @@
 /// Announces a dependent key (``ObservableKey/init(_:dependsOn:)``) on one object.
 ///
-/// The driver registers for each dependency on the object (the object as observer, the driver's
-/// address as context; values are not requested, so nothing is boxed) and keeps the dependent
+/// The driver registers for each dependency on the object (no observer: the registrations are on
+/// the object and go with it; values are not requested, so nothing is boxed) and keeps the dependent
 /// value last announced. When a dependency changes it reads the dependent property again,
 /// swaps it with the kept value under its lock, and announces (kept, new) through the object's
 /// registrar. The kept value makes the announced changes a consistent sequence (each change's
@@ -32,8 +32,11 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
             guard let opener = dependency as? any _ErasedKeyPath else {
                 _misuse("ObserveCore: \(dependency), a dependency of a key of \(Root.self), is not a readable key path")
             }
+            // No observer: these registrations are on the root itself, so they go with it
+            // (`removeObject`), and naming it as a weak observer would send every retain and
+            // release of the root through its side table (and a weak load per delivery).
             let registration = opener._registerErased(
-                on: typedRoot, observer: root, context: context, options: wantsPrior ? [.prior] : [], delivery: .inline
+                on: typedRoot, observer: nil, context: context, options: wantsPrior ? [.prior] : [], delivery: .inline
             ) { [self] object, _, _, change in
                 _dependencyDidChange(generation: generation, root: object, isPrior: change.isPrior)
             }

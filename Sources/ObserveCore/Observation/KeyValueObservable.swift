@@ -414,9 +414,15 @@ extension KeyPath: _ErasedKeyPath {
         guard let keyPath = self as? KeyPath<Object, Value> else {
             _misuse("ObserveCore: \(self) is not rooted at \(Object.self)")
         }
+        // A registration that asked for no values (a dependent key's driver) gets the flags
+        // alone: reading them needs no metadata, where boxing a value looks up three types.
+        let wantsValues = !options.isDisjoint(with: [.old, .new])
         func erase(_ change: ObservedChange<Value>) -> ObservedChange<Any> {
-            ObservedChange<Any>(oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },
-                                isPrior: change.isPrior, isInitial: change.isInitial)
+            guard wantsValues else {
+                return ObservedChange<Any>(oldValue: nil, newValue: nil, isPrior: change.isPrior, isInitial: change.isInitial)
+            }
+            return ObservedChange<Any>(oldValue: change.oldValue.map { $0 as Any }, newValue: change.newValue.map { $0 as Any },
+                                       isPrior: change.isPrior, isInitial: change.isInitial)
         }
         if let observer {
             return object._register(keyPath, observer: observer, context: context, options: options, delivery: delivery,

@@ -14,15 +14,18 @@
 /// }
 /// ```
 public struct ObservedChange<Value> {
+    // The flags come first: at offsets that do not depend on `Value`, code that is generic over
+    // `Value` reads them without looking up the struct's metadata (the erased registrations of
+    // dependent keys, `_registerErased`, read only the flags).
+    /// True for the notification sent *before* the change (option `.prior`).
+    public let isPrior: Bool
+    /// True for the notification sent during registration (option `.initial`).
+    public let isInitial: Bool
     /// The value before the change, when the registration asked for `.old`.
     public let oldValue: Value?
     /// The value after the change, when the registration asked for `.new`. Always nil in a
     /// prior notification.
     public let newValue: Value?
-    /// True for the notification sent *before* the change (option `.prior`).
-    public let isPrior: Bool
-    /// True for the notification sent during registration (option `.initial`).
-    public let isInitial: Bool
 
     @inlinable
     public init(oldValue: Value?, newValue: Value?, isPrior: Bool = false, isInitial: Bool = false) {
