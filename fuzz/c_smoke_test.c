@@ -448,7 +448,7 @@ static void test_thread_depth(void) {
     EXPECT(cobs_thread_depth_leave() == 0);
 }
 
-/* A reader thread inside a section of object 0x1000 until `release` is posted. */
+/* A reader thread inside a section of the object at `state` until `release` is posted. */
 struct reader_state {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -458,13 +458,13 @@ struct reader_state {
 
 static void *reader_worker(void *arg) {
     struct reader_state *state = arg;
-    cobs_read_enter(0x1000);
+    cobs_read_enter((uintptr_t)state);
     pthread_mutex_lock(&state->lock);
     state->inside = 1;
     pthread_cond_broadcast(&state->cond);
     while (!state->release) pthread_cond_wait(&state->cond, &state->lock);
     pthread_mutex_unlock(&state->lock);
-    state->drain_requested = cobs_read_leave();
+    state->drain_requested = cobs_read_leave((uintptr_t)state);
     return NULL;
 }
 
@@ -475,7 +475,7 @@ static void test_read_sections(void) {
     pthread_mutex_lock(&state.lock);
     while (!state.inside) pthread_cond_wait(&state.cond, &state.lock);
     pthread_mutex_unlock(&state.lock);
-    const uintptr_t objects[2] = {0x1000, 0x2000};
+    const uintptr_t objects[2] = {(uintptr_t)&state, (uintptr_t)&thread};
     bool held[2] = {false, true};
     cobs_read_reclaimable(objects, 2, held);
     EXPECT(held[0] && !held[1]); /* the reader's object is held, the other is not */

@@ -3,9 +3,10 @@
 **
 ** A setter reads its object's dispatch cache (a Swift object published in one atomic word) with
 ** no lock and no atomic read-modify-write. It brackets the read with `cobs_read_enter` and
-** `cobs_read_leave`, which write only the calling thread's own record: a depth, and at depth 1
-** the object read. A writer that replaced a cache (a registration changed) hands the old one to
-** a reclaimer, which frees it once no thread's record says it may still be reading it.
+** `cobs_read_leave`, which write only the calling thread's own record: a depth, and the objects
+** its open sections read (a stack of COBS_READ_STACK; deeper nesting counts as "any"). A writer
+** that replaced a cache (a registration changed) retires the old one, and a reclaimer frees it
+** once no thread's record says it may still be reading it.
 **
 ** Why the reader needs no fence. The reader stores "I read object X", then loads the cache word;
 ** the writer exchanges the word, then reads the records. Each side needs its store ordered before
@@ -14,26 +15,31 @@
 ** which makes every running thread of the process execute a full barrier, so either the reader's
 ** store is visible to the scan, or the reader's load comes after the barrier and sees the new
 ** word (the old cache is out of its reach). This is the asymmetric fence of userspace RCU's
-** "memb" flavour. Where membarrier is unavailable (not Linux, or refused), every enter and leave
-** executes a full fence instead, and the reclaimer needs none.
+** "memb" flavour. The reclaimer skips the system call when no other thread has a record: a thread
+** that registers later ends its registration with a full fence (and a locked increment), so its
+** first load of any word comes after the writer's exchange. Where membarrier is unavailable (not
+** Linux, or refused), every enter and leave executes a full fence, and the reclaimer's own fence
+** completes the pairing.
 **
 ** Who frees, and when (the reclamation story; the Swift side, `Concurrency/_ReadSections.swift`,
 ** holds the retired list and calls these):
-** - a retired cache is tagged with its object; a record holds it when its depth is 1 and it
-**   reads that object, or its depth is above 1 (nested sections read other objects: any);
+** - a retired cache is tagged with its object; a record holds it while one of its open sections
+**   reads that object (or its nesting is deeper than the stack: then it holds every cache);
 ** - `cobs_read_reclaimable` says which retired caches no record holds: those are freed at once;
 ** - for each one still held it marks the holders (`must_drain`) and repeats the barrier and the
 **   scan until every holder was marked before the last barrier: then each holder is guaranteed
 **   to see its mark when it leaves its outermost section (`cobs_read_leave` returns true), and
 **   that thread runs the reclaimer again. A retired cache is therefore freed by the writer when
-**   nobody reads its object, or at the end of the last section that could still hold it.
+**   no section reads its object, or when the outermost section of the last thread that could
+**   hold it ends.
 **
 ** The same record keeps the thread's notification depth (runaway-recursion guard).
 **
 ** Thread safety: the inline functions act on the calling thread's record only. The reclaimer
-** functions may be called from any thread, by one caller at a time (the Swift side holds its
-** retired-list lock around them). Records are registered on first use and unregistered when the
-** thread exits (a pthread key destructor).
+** functions may be called from any thread; they serialise among themselves. Records are
+** registered on first use and unregistered when the thread exits (a pthread key destructor).
+** Known gap: a read section opened by a pthread-key destructor in the last destructor round of
+** an exiting thread re-registers a record that nothing unregisters (see read_sections.c).
 */
 #ifndef COBS_READ_SECTIONS_H
 #define COBS_READ_SECTIONS_H
@@ -59,13 +65,17 @@ extern "C" {
 #define COBS_READ_INLINE
 #endif
 
+/** Sections whose object a record names; deeper nesting holds every retired cache. */
+#define COBS_READ_STACK 4
+
 /** One thread's record. Invariants: `read_depth` counts the thread's open read sections;
-** `reading` is meaningful only while `read_depth == 1`; `must_drain` is set only by a reclaimer
-** (under the caller's lock) and cleared only by the owner (`cobs_read_begin_drain`, under the
-** same lock); `next`/`prev` link every registered record and change only under the records lock. */
+** `reading[i]` is the object of the section at depth i + 1, meaningful for i < min(read_depth,
+** COBS_READ_STACK); `must_drain` is set only by a reclaimer and cleared only by the owner
+** (`cobs_read_begin_drain`), both under the reclaimer lock; `next`/`prev` link every registered
+** record and change only under the records lock. */
 typedef struct cobs_thread_record {
     _Atomic(uintptr_t) read_depth;
-    _Atomic(uintptr_t) reading;
+    _Atomic(uintptr_t) reading[COBS_READ_STACK];
     _Atomic(uint32_t) must_drain;
     uint32_t delivery_depth;  /* owner only: the notification depth */
     uint8_t registered;       /* owner only: linked into the list of records */
@@ -83,9 +93,9 @@ extern _Thread_local cobs_thread_record cobs_thread_self COBS_TLS_MODEL;
 ** exit hook cannot be installed, which only happens when the process is out of pthread keys). */
 void cobs_read_register_thread(void);
 
-/** Tells ThreadSanitizer that the calling thread's sections so far happen before a reclaimer
-** that finds them closed. Called by `cobs_read_leave` in TSan builds only. */
-void cobs_read_annotate_leave(void);
+/** Tells ThreadSanitizer that the calling thread's reads of `object`'s cache so far happen before
+** a reclaimer that frees one of its caches. Called by `cobs_read_leave` in TSan builds only. */
+void cobs_read_annotate_leave(uintptr_t object);
 
 static inline COBS_READ_INLINE void cobs_read_fence(const cobs_thread_record *_Nonnull self) {
     if (__builtin_expect(self->fences, 0)) atomic_thread_fence(memory_order_seq_cst);
@@ -98,17 +108,18 @@ static inline COBS_READ_INLINE void cobs_read_enter(uintptr_t object) {
     cobs_thread_record *self = &cobs_thread_self;
     if (__builtin_expect(!self->registered, 0)) cobs_read_register_thread();
     const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
-    if (depth == 0) atomic_store_explicit(&self->reading, object, memory_order_relaxed);
+    if (depth < COBS_READ_STACK) atomic_store_explicit(&self->reading[depth], object, memory_order_relaxed);
     atomic_store_explicit(&self->read_depth, depth + 1, memory_order_relaxed);
     cobs_read_fence(self);
 }
 
-/** Closes the innermost read section. Returns true when it was the outermost one and a
-** reclaimer left caches this thread held: the caller should run the reclaimer (the Swift side's
-** drain) once it holds no lock a freed cache's contents could need. */
-static inline COBS_READ_INLINE bool cobs_read_leave(void) {
+/** Closes the innermost read section, which read `object` (named for ThreadSanitizer builds
+** only). Returns true when it was the outermost one and a reclaimer left caches this thread held:
+** the caller should run the reclaimer (the Swift side's drain) once it holds no lock a freed
+** cache's contents could need. */
+static inline COBS_READ_INLINE bool cobs_read_leave(uintptr_t object) {
     cobs_thread_record *self = &cobs_thread_self;
-    if (__builtin_expect(self->annotate, 0)) cobs_read_annotate_leave();
+    if (__builtin_expect(self->annotate, 0)) cobs_read_annotate_leave(object);
     const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
     atomic_store_explicit(&self->read_depth, depth - 1, memory_order_release);
     cobs_read_fence(self);
@@ -128,17 +139,18 @@ static inline COBS_READ_INLINE uintptr_t cobs_read_depth(void) {
     return atomic_load_explicit(&cobs_thread_self.read_depth, memory_order_relaxed);
 }
 
-/** Clears the calling thread's drain request. Call under the reclaimer's lock, before
-** `cobs_read_reclaimable`. */
+/** Clears the calling thread's drain request; call it, then `cobs_read_reclaimable` on every
+** retired cache, from the same caller's critical section (the Swift drain holds its list lock
+** around both). Takes the reclaimer lock. */
 void cobs_read_begin_drain(void);
 
 /** Decides which retired caches no read section can still hold. `objects[i]` is the object
 ** whose cache retired entry `i` was; on return `held[i]` is true for an entry some open section
 ** may still read, false for one the caller may free now. For every held entry, each thread that
 ** may hold it will see `cobs_read_leave` return true when its outermost section ends.
-** Call with the caller's reclaimer lock held (one reclaimer at a time). `count` may be 0.
-** Cost: one membarrier when another thread has a record (two or more when a section is open on
-** a retired object), a scan of the records per pass. Never fails. */
+** Serialised by the reclaimer lock (one reclaimer at a time). `count` may be 0. Cost: one
+** membarrier when another thread has a record (two or more when a section is open on a retired
+** object), a scan of the records per pass. Never fails. */
 void cobs_read_reclaimable(const uintptr_t *_Nullable objects, size_t count, bool *_Nullable held);
 
 /** Number of threads with a registered record (for tests). */

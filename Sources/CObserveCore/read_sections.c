@@ -4,7 +4,14 @@
 **
 ** Data: a doubly linked list of the records of every thread that ever opened a read section and
 ** has not exited, guarded by `records_lock`; `registered_count` is its length. Invariant: a
-** record is in the list ⟺ its `registered` is 1.
+** record is in the list ⟺ its `registered` is 1. `reclaim_lock` serialises reclaimers and the
+** owners' clearing of their marks (lock order: reclaim_lock, then records_lock).
+**
+** Known gap: pthread runs key destructors in at most PTHREAD_DESTRUCTOR_ITERATIONS rounds. A
+** read section opened by another key's destructor after this one ran re-registers the record
+** and asks for one more round; if that happens in the last round, the record stays linked after
+** the thread's TLS is gone. It takes a notified set inside a thread-exit destructor four rounds
+** deep; nothing in ObserveCore does that.
 */
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* syscall() */
@@ -32,6 +39,7 @@
 
 _Thread_local cobs_thread_record cobs_thread_self COBS_TLS_MODEL;
 
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
 static cobs_thread_record *records_head;          /* under records_lock */
 static _Atomic(size_t) registered_count;          /* written under records_lock */
@@ -72,6 +80,10 @@ void cobs_read_register_thread(void) {
     pthread_mutex_unlock(&records_lock);
     /* A non-NULL value makes the key's destructor run at thread exit. */
     pthread_setspecific(exit_key, self);
+    /* Orders this thread's first load of any cache word after its registration became visible:
+    ** a reclaimer that saw no other record skipped membarrier, and relies on this (store-load
+    ** order, which the acquire of the unlock alone does not give on every processor). */
+    atomic_thread_fence(memory_order_seq_cst);
 }
 
 static void unregister_thread(void *record) {
@@ -85,14 +97,18 @@ static void unregister_thread(void *record) {
     pthread_mutex_unlock(&records_lock);
 }
 
-void cobs_read_annotate_leave(void) {
+void cobs_read_annotate_leave(uintptr_t object) {
 #ifdef COBS_READ_TSAN
-    __tsan_release(&cobs_thread_self);
+    __tsan_release((void *)object);
+#else
+    (void)object;
 #endif
 }
 
 void cobs_read_begin_drain(void) {
+    pthread_mutex_lock(&reclaim_lock);
     atomic_store_explicit(&cobs_thread_self.must_drain, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&reclaim_lock);
 }
 
 size_t cobs_read_registered_threads(void) {
@@ -100,13 +116,16 @@ size_t cobs_read_registered_threads(void) {
 }
 
 /* Makes every other thread's read-section stores so far visible to the scan that follows, and
-** every load those threads do after it see the caller's stores before it. */
+** every load those threads do after it see the caller's stores before it. With no other record
+** registered there is nobody to interrupt: a thread that registers after the count was read
+** fences at the end of its registration (cobs_read_register_thread), after the caller's
+** exchange of the cache word, so it loads the new word. */
 static void heavy_barrier(void) {
     atomic_thread_fence(memory_order_seq_cst);
     if (!use_membarrier) return; /* readers fence themselves */
     const cobs_thread_record *self = &cobs_thread_self;
     const size_t others = atomic_load_explicit(&registered_count, memory_order_seq_cst) - (self->registered ? 1 : 0);
-    if (others == 0) return; /* a thread registering from now on loads the words after this */
+    if (others == 0) return;
 #if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
         fputs("ObserveCore: membarrier failed after it was registered\n", stderr);
@@ -115,16 +134,20 @@ static void heavy_barrier(void) {
 #endif
 }
 
-/* Whether `record` may hold the retired cache of `object`. */
+/* Whether `record` may hold the retired cache of `object`: one of its open sections reads it, or
+** it nests deeper than the stack names. */
 static bool holds(const cobs_thread_record *record, uintptr_t object) {
     const uintptr_t depth = atomic_load_explicit(&record->read_depth, memory_order_acquire);
-    if (depth == 0) return false;
-    if (depth > 1) return true;
-    return atomic_load_explicit(&record->reading, memory_order_relaxed) == object;
+    if (depth > COBS_READ_STACK) return true;
+    for (uintptr_t i = 0; i < depth; i++) {
+        if (atomic_load_explicit(&record->reading[i], memory_order_relaxed) == object) return true;
+    }
+    return false;
 }
 
 void cobs_read_reclaimable(const uintptr_t *objects, size_t count, bool *held) {
     if (count == 0 || !objects || !held) return;
+    pthread_mutex_lock(&reclaim_lock);
     for (size_t i = 0; i < count; i++) held[i] = true;
     /* Each pass: barrier, then scan. Stop when nothing is held, or when every holder was
     ** already marked before this pass's barrier (so it will see its mark when it leaves). Each
@@ -146,11 +169,12 @@ void cobs_read_reclaimable(const uintptr_t *objects, size_t count, bool *held) {
             }
             held[i] = still;
 #ifdef COBS_READ_TSAN
-            /* The sections that read this cache ended with a release on their records. */
-            if (!still) for (cobs_thread_record *r = records_head; r; r = r->next) __tsan_acquire(r);
+            /* Every section that read this object's caches ended with a release on the object. */
+            if (!still) __tsan_acquire((void *)objects[i]);
 #endif
         }
         pthread_mutex_unlock(&records_lock);
-        if (all_marked_before) return;
+        if (all_marked_before) break;
     }
+    pthread_mutex_unlock(&reclaim_lock);
 }

@@ -9,7 +9,7 @@ import Testing
 struct ReadSectionRecordTests {
     /// Runs `body` on a new thread while the caller runs `check`, the thread inside `body`'s
     /// section until `check` returns; returns what the thread's leave reported.
-    private func withSectionOnAnotherThread(enter: @escaping @Sendable () -> Void, leaves: Int,
+    private func withSectionOnAnotherThread(enter: @escaping @Sendable () -> Void, leaving objects: [UInt],
                                             _ check: () -> Void) -> Bool {
         let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var drainRequested = false
@@ -18,7 +18,7 @@ struct ReadSectionRecordTests {
             inside.signal()
             release.wait()
             var last = false
-            for _ in 0..<leaves { last = cobs_read_leave() }
+            for object in objects { last = cobs_read_leave(object) }
             drainRequested = last
             done.signal()
         }.start()
@@ -37,41 +37,61 @@ struct ReadSectionRecordTests {
         return held
     }
 
+    /// Distinct addresses of live memory to name objects by (ThreadSanitizer builds annotate the
+    /// address a section leaves, so it must be memory the process owns).
+    private static let storage = UInt(bitPattern: UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 8))
+    private static func object(_ i: Int) -> UInt { storage + UInt(8 * i) }
+    private let a = object(0), b = object(1), c = object(2)
+
     @Test("a section holds its own object's retired cache, not another's; its leave is told to drain")
     func holdsOwnObjectOnly() {
-        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(0x1000) }, leaves: 1) {
+        let (a, b) = (a, b)
+        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(a) }, leaving: [a]) {
             #expect(cobs_read_registered_threads() >= 1, "the reader registered itself")
-            #expect(reclaimable([0x1000, 0x2000]) == [true, false])
+            #expect(reclaimable([a, b]) == [true, false])
         }
         #expect(drain, "the reclaimer left a cache the reader held: its outermost leave asks for a drain")
-        #expect(reclaimable([0x1000]) == [false], "once the section ended nothing holds it")
+        #expect(reclaimable([a]) == [false], "once the section ended nothing holds it")
     }
 
-    @Test("nested sections may read any object: they hold every retired cache")
-    func nestedHoldsEverything() {
-        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(0x1000); cobs_read_enter(0x3000) }, leaves: 2) {
-            #expect(reclaimable([0x2000, 0x3000]) == [true, true])
+    @Test("nested sections hold the caches of the objects they read, and no other")
+    func nestedHoldsItsObjects() {
+        let (a, b, c) = (a, b, c)
+        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(a); cobs_read_enter(b) }, leaving: [b, a]) {
+            #expect(reclaimable([a, b, c]) == [true, true, false])
         }
         #expect(drain)
-        #expect(reclaimable([0x2000, 0x3000]) == [false, false])
+        #expect(reclaimable([a, b]) == [false, false])
+    }
+
+    @Test("nesting deeper than the record's stack holds every retired cache")
+    func deepNestingHoldsEverything() {
+        let depth = Int(COBS_READ_STACK) + 1
+        let objects = (0..<depth).map { Self.object($0) }, other = Self.object(7)
+        let drain = withSectionOnAnotherThread(enter: { for o in objects { cobs_read_enter(o) } }, leaving: objects.reversed()) {
+            #expect(reclaimable([other]) == [true])
+        }
+        #expect(drain)
+        #expect(reclaimable([other]) == [false])
     }
 
     @Test("a section with nothing retired leaves without a drain request")
     func quietLeave() {
-        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(0x1000) }, leaves: 1) {
-            #expect(reclaimable([0x2000]) == [false])
+        let (a, b) = (a, b)
+        let drain = withSectionOnAnotherThread(enter: { cobs_read_enter(a) }, leaving: [a]) {
+            #expect(reclaimable([b]) == [false])
         }
         #expect(!drain)
     }
 
     @Test("the calling thread's own open section holds too, and is asked to drain")
     func ownSection() {
-        cobs_read_enter(0x1000)
+        cobs_read_enter(a)
         #expect(cobs_read_depth() == 1)
-        #expect(reclaimable([0x1000]) == [true])
-        #expect(cobs_read_leave(), "told to drain")
+        #expect(reclaimable([a]) == [true])
+        #expect(cobs_read_leave(a), "told to drain")
         cobs_read_begin_drain()
         #expect(!cobs_read_should_drain())
-        #expect(reclaimable([0x1000]) == [false])
+        #expect(reclaimable([a]) == [false])
     }
 }

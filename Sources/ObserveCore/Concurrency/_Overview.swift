@@ -11,9 +11,10 @@
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
-//   with no lock and no read-modify-write, unmarks. A replaced cache is retired to one list and
-//   freed once a membarrier and a scan of the records show no section can hold it — by the
-//   invalidating thread, or by the last thread whose section could.
+//   with no lock and no read-modify-write, unmarks. A replaced cache is freed by the invalidation
+//   when a membarrier and a scan of the records show no open section reads its object; otherwise
+//   it waits in one retired list for the drain run by the threads that may hold it, when their
+//   outermost section ends.
 // - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in the same C
 //   thread-local record (inline accessors: no call).
 // - `_ThreadLocal` (`_ThreadLocal.swift`): one object per thread (silence scopes, transactions).
@@ -27,8 +28,9 @@
 // right, never the reverse:
 //   array lock (`ObservableArray._lock`) → shard lock (`_Shard.lock`)   filling a dispatch cache,
 //                                                                       reconciling element tracking
+//   driver lock (`_DerivedDriver.lock`) → shard lock                   a chain or dependent key wiring
 //   shard lock → retired-cache lock (`_RetiredCaches._lock`)           invalidating a cache
-//   retired-cache lock → thread-records lock (C, `read_sections.c`)    reclaiming a cache
+//   retired-cache lock → reclaimer lock → thread-records lock (C, `read_sections.c`)
 //   array lock → element-tracker directory lock                         starting/stopping tracking
 // The thread-records and directory locks are leaves. The other `_Lock`s (key table, key catalog,
 // `_asObserverLock`, drivers, streams, actor mailbox, bindings, runtime settings) each guard one

@@ -9,30 +9,43 @@ internal import CObserveCore
 // (`_cacheWord`, 0 = none), owning one retain. It is filled and invalidated only under the
 // object's shard lock, so a published cache always matches the registry.
 //
-// Reading: `cobs_read_enter` writes the calling thread's own record ("depth 1, reading this
-// registrar"), then the word is loaded and the cache used unretained until `cobs_read_leave`.
-// Nothing shared is written: two threads setting the same object touch no common cache line but
-// the word they read.
+// Reading: `cobs_read_enter` writes the calling thread's own record (its depth, and "reading this
+// registrar" in its stack of open sections), then the word is loaded and the cache used
+// unretained until `cobs_read_leave`. Nothing shared is written: two threads setting the same
+// object touch no common cache line but the word they read.
 //
-// Reclamation (one place: `_RetiredCaches`): an invalidation exchanges the word for 0 and retires
-// the old cache, tagged with its registrar, into one process-wide list. `cobs_read_reclaimable`
-// (a membarrier, then a scan of every thread's record) says which retired caches no open section
-// can hold; those are freed at once — when no other thread reads the object, that is the
-// invalidation itself. Each thread that may still hold one is marked, and its outermost
-// `cobs_read_leave` returns true: it drains the list then. So a retired cache lives until the end
-// of the last section that could have loaded it, never longer.
+// Reclamation (one place: `_RetiredCaches`): an invalidation exchanges the word for 0 and asks
+// `cobs_read_reclaimable` (a membarrier, then a scan of every thread's record) whether an open
+// section can hold the old cache. If none reads that registrar, the cache is freed at once, by
+// the invalidation itself (after the shard lock is dropped). Otherwise it joins one process-wide
+// retired list, and each thread that may hold it is marked: its outermost `cobs_read_leave`
+// returns true and it drains the list then, with no lock of the library held. So a retired cache
+// lives until the outermost section of the last thread that could have loaded it ends (a thread
+// nested deeper than the record's stack of 4 counts as reading everything).
+//
+// Only a drain frees caches retired earlier: an invalidation runs under a shard lock and perhaps
+// a driver's lock (chains and dependent keys register while holding it), and an old cache may
+// hold the last reference to a cancelled handler whose captures' deinit needs those locks.
 //
 // Handlers run inside the read section, so a handler that registers or removes observers
 // retires the cache it is iterating rather than freeing it. Tests: `ReadSectionTests` (retire
-// while sections are open on other threads; the drain at the end of the last one) and
-// `ConcurrencyTests` (set/observe/cancel from several threads), under ThreadSanitizer in CI.
+// while sections are open on other threads; the drain at the end of the last one; a hammer of
+// publish and retire) and `ConcurrencyTests`, under ThreadSanitizer in CI.
 
 extension KeyValueRegistrar {
+    /// This registrar's address: what its read sections and retired caches are tagged with.
+    /// Taken without a retain: `_invalidateCache` runs under a shard lock while the object may be
+    /// dying on another thread, and a retain/release pair there (`ObjectIdentifier(self)` in a
+    /// debug build) could be the last release, running the registrar's deinit — which takes the
+    /// same shard lock — on this thread (a self-deadlock `DeathRaceTests` caught).
+    @usableFromInline
+    internal var _address: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+
     /// Enters a read section and returns the current cache, building it when there is none.
     /// Pair with `_leaveReadSection()` on the same thread.
     @usableFromInline @inline(__always)
     internal func _enterReadSection(object address: UInt) -> Unmanaged<_DispatchCache> {
-        cobs_read_enter(UInt(bitPattern: ObjectIdentifier(self)))
+        cobs_read_enter(_address)
         let word = _cacheWord.load(ordering: .acquiring)
         if _fastPath(word != 0) {
             return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
@@ -74,7 +87,7 @@ extension KeyValueRegistrar {
     /// caches this thread was the last to hold.
     @usableFromInline @inline(__always)
     internal func _leaveReadSection() {
-        if _slowPath(cobs_read_leave()) { _RetiredCaches.shared.drain() }
+        if _slowPath(cobs_read_leave(_address)) { _RetiredCaches.shared.drain() }
     }
 
     /// `_leaveReadSection()` for a caller that holds a lock (an array's): it never drains, because
@@ -82,7 +95,7 @@ extension KeyValueRegistrar {
     /// captures have, which must not find the caller's lock taken. The caller calls
     /// `_drainRetiredIfIdle()` once it has dropped the lock.
     internal func _leaveReadSectionUnderLock() {
-        _ = cobs_read_leave()
+        _ = cobs_read_leave(_address)
     }
 
     /// Frees retired caches this thread held, when it is in no read section: what
@@ -111,12 +124,12 @@ extension KeyValueRegistrar {
         let old = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         guard old != 0 else { return }
         _RetiredCaches.shared.retire(Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: old)!),
-                                     of: UInt(bitPattern: ObjectIdentifier(self)), deferringTo: shard)
+                                     of: _address, deferringTo: shard)
     }
 
     /// Releases the current cache. Called by deinit after the object's registrations were
     /// removed: no setter of the object can run any more, so no section reads it. (Its retired
-    /// caches, if any, are in `_RetiredCaches`, freed by the thread that last held them.)
+    /// caches, if any, are in `_RetiredCaches`, freed by the drain of a thread that held them.)
     internal func _releaseCaches() {
         let word = _cacheWord.exchange(0, ordering: .acquiringAndReleasing)
         if word != 0 { Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: word)!).release() }
@@ -128,30 +141,35 @@ extension KeyValueRegistrar {
 internal final class _RetiredCaches: @unchecked Sendable {
     static let shared = _RetiredCaches()
 
-    /// Taken after a shard lock, before the C core's records lock; never the other way.
+    /// Taken after a shard lock (and any driver lock the registering caller holds), before the C
+    /// core's reclaimer lock; never the other way.
     private let _lock = _Lock()
     @exclusivity(unchecked) private var _registrars: [UInt] = []
     @exclusivity(unchecked) private var _caches: [Unmanaged<_DispatchCache>] = []
     @exclusivity(unchecked) private var _held: [Bool] = []
 
-    /// Retires `cache`, the replaced cache of the registrar at `registrar`, and frees every
-    /// retired cache nobody can hold any more — through `shard`, after its lock is dropped.
-    /// Called under `shard`'s lock.
+    /// Retires `cache`, the replaced cache of the registrar at `registrar`: frees it through
+    /// `shard` (after its lock is dropped) when no open section can hold it, else keeps it for
+    /// the drain of the threads that may. Called under `shard`'s lock. Frees nothing retired
+    /// earlier (see the top of this file: the caller may hold a driver's lock).
     func retire(_ cache: Unmanaged<_DispatchCache>, of registrar: UInt, deferringTo shard: _Shard) {
         _lock.lock()
-        _registrars.append(registrar)
-        _caches.append(cache)
-        _reclaim { shard.deferRelease($0.takeRetainedValue()) }
+        var registrar = registrar, held = true
+        cobs_read_reclaimable(&registrar, 1, &held)
+        if held {
+            _registrars.append(registrar)
+            _caches.append(cache)
+        }
         _lock.unlock()
+        if !held { shard.deferRelease(cache.takeRetainedValue()) }
     }
 
     /// Frees the retired caches nobody can hold any more: run by a thread whose outermost read
-    /// section ended after a reclaimer found it holding one. Takes no other lock of the library.
+    /// section ended after a reclaimer found it holding one, with no lock of the library held.
     func drain() {
         _lock.lock()
         cobs_read_begin_drain()
-        var freed: [Unmanaged<_DispatchCache>] = []
-        _reclaim { freed.append($0) }
+        let freed = _reclaim()
         _lock.unlock()
         for cache in freed { cache.release() }
     }
@@ -159,28 +177,28 @@ internal final class _RetiredCaches: @unchecked Sendable {
     /// Number of retired caches not yet freed (for tests).
     var count: Int { _lock.withLock { _caches.count } }
 
-    /// Asks the C core which entries are still held, hands the others to `free`, keeps the rest.
-    /// Under `_lock`.
-    private func _reclaim(_ free: (Unmanaged<_DispatchCache>) -> Void) {
+    /// Asks the C core which entries are still held; keeps those, returns the others. Under `_lock`.
+    private func _reclaim() -> [Unmanaged<_DispatchCache>] {
         let count = _caches.count
-        guard count > 0 else { return }
+        guard count > 0 else { return [] }
         if _held.count < count { _held.append(contentsOf: repeatElement(false, count: count - _held.count)) }
         _registrars.withUnsafeBufferPointer { registrars in
             _held.withUnsafeMutableBufferPointer { held in
                 cobs_read_reclaimable(registrars.baseAddress, count, held.baseAddress)
             }
         }
-        var kept = 0
+        var kept = 0, freed: [Unmanaged<_DispatchCache>] = []
         for i in 0..<count {
             if _held[i] {
                 _registrars[kept] = _registrars[i]
                 _caches[kept] = _caches[i]
                 kept += 1
             } else {
-                free(_caches[i])
+                freed.append(_caches[i])
             }
         }
         _registrars.removeLast(count - kept)
         _caches.removeLast(count - kept)
+        return freed
     }
 }

@@ -70,7 +70,7 @@ struct ThreadsSameObjectScenario: Scenario {
          + "sharing the object's cache line costs by itself. Verified at tear-down: the observer was told every set "
          + "of each thread with its value (each thread sets values of its own parity, counted apart).",
          "target (c): speedup >= 0.5. Two threads on one object cannot scale — they take turns on the lines they "
-         + "share (the value, the registrar's dispatch-cache word and reader count) — but together they must keep at "
+         + "share (the value; the registrar's dispatch-cache word is only read) — but together they must keep at "
          + "least half the one-thread throughput: a collapse below that means queueing (a lock, a retry loop), not "
          + "the cost of a shared line, which plain shows.", setPathNote]
     }

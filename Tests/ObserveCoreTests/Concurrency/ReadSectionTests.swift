@@ -67,6 +67,35 @@ struct ReadSectionTests {
         blocker.cancel()
     }
 
+    @Test("a thread blocked in a nested delivery holds the caches of the objects it reads, no others",
+          arguments: ObservationBackend.allCases)
+    func nestedReaderHoldsOnlyItsObjects(backend: ObservationBackend) {
+        let outer = Person(backend), inner = Person(backend), other = Person(backend)
+        let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let innerShared = inner
+        let relay = outer.observe(\.age) { _, change in innerShared.age = change.newValue ?? 0 }
+        let blocker = inner.observe(\.age) { _, _ in entered.signal(); proceed.wait() }
+        var innerToken: ObservationToken?, otherToken: ObservationToken?
+        let innerCanary = observeWithCanary(inner, into: &innerToken)
+        let otherCanary = observeWithCanary(other, into: &otherToken)
+        other.age = 1                       // builds other's cache
+        nonisolated(unsafe) let outerShared = outer
+        Thread { outerShared.age = 1; done.signal() }.start()
+        entered.wait()                      // two sections deep: outer's, then inner's
+        innerToken?.cancel()
+        innerToken = nil
+        otherToken?.cancel()
+        otherToken = nil
+        #expect(innerCanary() != nil, "the blocked thread reads inner's cache")
+        #expect(otherCanary() == nil, "nobody reads other's: freed at once, nesting notwithstanding")
+        proceed.signal()
+        done.wait()
+        #expect(innerCanary() == nil)
+        #expect(_RetiredCaches.shared.count == 0)
+        relay.cancel()
+        blocker.cancel()
+    }
+
     @Test("a handler that cancels mid-delivery: the cache it iterates outlives the cancel, then goes",
           arguments: ObservationBackend.allCases)
     func cancelFromInsideHandler(backend: ObservationBackend) {
