@@ -123,8 +123,8 @@ extension KeyValueRegistrar {
     internal func _invalidateCache(deferringTo shard: _Shard) {
         let old = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         guard old != 0 else { return }
-        _RetiredCaches.shared.retire(Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: old)!),
-                                     of: _address, deferringTo: shard)
+        let cache = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
+        if _RetiredCaches.shared.retire(cache, of: _address) { shard.deferRelease(cache.takeRetainedValue()) }
     }
 
     /// Releases the current cache. Called by deinit after the object's registrations were
@@ -136,32 +136,34 @@ extension KeyValueRegistrar {
     }
 }
 
-/// Every dispatch cache that was replaced but may still be read: the one list the reclaimer
-/// works on (see the top of this file). Entries are (registrar address, cache, owning a retain).
+/// Every snapshot read in read sections that was replaced but may still be read — dispatch
+/// caches, and the element-tracker directory's snapshots (`_ElementTrackerDirectory`): the one
+/// list the reclaimer works on (see the top of this file). Entries are (tag: the address the
+/// readers' sections name, the snapshot, owning a retain).
 internal final class _RetiredCaches: @unchecked Sendable {
     static let shared = _RetiredCaches()
 
     /// Taken after a shard lock (and any driver lock the registering caller holds), before the C
     /// core's reclaimer lock; never the other way.
     private let _lock = _Lock()
-    @exclusivity(unchecked) private var _registrars: [UInt] = []
-    @exclusivity(unchecked) private var _caches: [Unmanaged<_DispatchCache>] = []
+    @exclusivity(unchecked) private var _tags: [UInt] = []
+    @exclusivity(unchecked) private var _caches: [Unmanaged<AnyObject>] = []
     @exclusivity(unchecked) private var _held: [Bool] = []
 
-    /// Retires `cache`, the replaced cache of the registrar at `registrar`: frees it through
-    /// `shard` (after its lock is dropped) when no open section can hold it, else keeps it for
-    /// the drain of the threads that may. Called under `shard`'s lock. Frees nothing retired
-    /// earlier (see the top of this file: the caller may hold a driver's lock).
-    func retire(_ cache: Unmanaged<_DispatchCache>, of registrar: UInt, deferringTo shard: _Shard) {
+    /// Retires `snapshot`, which read sections tagged `tag` may hold: true when none can (the
+    /// caller releases it once its locks allow); otherwise it is kept for the drain of the
+    /// threads that may hold it, and false is returned. Frees nothing retired earlier (see the
+    /// top of this file: the caller may hold a shard's or a driver's lock).
+    func retire(_ snapshot: Unmanaged<AnyObject>, of tag: UInt) -> Bool {
         _lock.lock()
-        var registrar = registrar, held = true
-        cobs_read_reclaimable(&registrar, 1, &held)
+        var tag = tag, held = true
+        cobs_read_reclaimable(&tag, 1, &held)
         if held {
-            _registrars.append(registrar)
-            _caches.append(cache)
+            _tags.append(tag)
+            _caches.append(snapshot)
         }
         _lock.unlock()
-        if !held { shard.deferRelease(cache.takeRetainedValue()) }
+        return !held
     }
 
     /// Frees the retired caches nobody can hold any more: run by a thread whose outermost read
@@ -178,26 +180,26 @@ internal final class _RetiredCaches: @unchecked Sendable {
     var count: Int { _lock.withLock { _caches.count } }
 
     /// Asks the C core which entries are still held; keeps those, returns the others. Under `_lock`.
-    private func _reclaim() -> [Unmanaged<_DispatchCache>] {
+    private func _reclaim() -> [Unmanaged<AnyObject>] {
         let count = _caches.count
         guard count > 0 else { return [] }
         if _held.count < count { _held.append(contentsOf: repeatElement(false, count: count - _held.count)) }
-        _registrars.withUnsafeBufferPointer { registrars in
+        _tags.withUnsafeBufferPointer { tags in
             _held.withUnsafeMutableBufferPointer { held in
-                cobs_read_reclaimable(registrars.baseAddress, count, held.baseAddress)
+                cobs_read_reclaimable(tags.baseAddress, count, held.baseAddress)
             }
         }
-        var kept = 0, freed: [Unmanaged<_DispatchCache>] = []
+        var kept = 0, freed: [Unmanaged<AnyObject>] = []
         for i in 0..<count {
             if _held[i] {
-                _registrars[kept] = _registrars[i]
+                _tags[kept] = _tags[i]
                 _caches[kept] = _caches[i]
                 kept += 1
             } else {
                 freed.append(_caches[i])
             }
         }
-        _registrars.removeLast(count - kept)
+        _tags.removeLast(count - kept)
         _caches.removeLast(count - kept)
         return freed
     }

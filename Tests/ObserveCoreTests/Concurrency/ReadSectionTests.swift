@@ -148,4 +148,37 @@ struct ReadSectionTests {
         #expect(_RetiredCaches.shared.count == 0, "every retired cache was freed by the last section that held it")
         #expect(tracker.survivors.isEmpty, "captures of cancelled handlers still alive: \(tracker.survivors.prefix(3))")
     }
+    /// The element-tracker directory is read the same way: element changes on some threads while
+    /// others start and stop tracking (each publishes a new directory snapshot and retires the
+    /// old one). Every change made while an observer is registered on its own thread reaches it,
+    /// and every retired snapshot is freed by the end.
+    @Test("element changes while other threads start and stop tracking: every retired directory snapshot is freed",
+          arguments: ObservationBackend.allCases)
+    func directoryHammer(backend: ObservationBackend) {
+        let threads = max(2, environmentInt("OBSERVECORE_STRESS_THREADS", default: 4))
+        let rounds = environmentInt("OBSERVECORE_STRESS_OPS", default: 5_000) / 10
+        // Each thread sets only its own students (a property set from two threads would race).
+        let students = (0..<threads).map { t in (0..<4).map { Student(backend, "s\(t).\($0)") } }
+        let arrays = (0..<2).map { _ in ObservableArray(students.flatMap { $0 }, backend: backend) }
+        let heardOwn = (0..<threads).map { _ in AtomicCounter() }
+        nonisolated(unsafe) let shared = (students: students, arrays: arrays)
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            let mine = shared.students[t], arrays = shared.arrays
+            for i in 0..<rounds {
+                if t % 2 == 0 {
+                    for student in mine { student.grade = i }       // read the directory
+                } else {
+                    let token = arrays[i % 2].observe(elementKeyPaths: [\.grade]) { _, change in
+                        if change.elements.contains(where: { $0.element === mine[0] }) { heardOwn[t].increment() }
+                    }                                               // starts tracking: a new snapshot
+                    mine[0].grade = -i                              // reaches this thread's observer
+                    token.cancel()                                  // stops it (lazily) or leaves it
+                }
+            }
+        }
+        for t in stride(from: 1, to: threads, by: 2) {
+            #expect(heardOwn[t].value >= rounds, "thread \(t) missed its own element changes")
+        }
+        #expect(_RetiredCaches.shared.count == 0, "every retired snapshot was freed by the last section that held it")
+    }
 }
