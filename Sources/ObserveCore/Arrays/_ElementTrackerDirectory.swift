@@ -15,20 +15,19 @@ import Synchronization
 /// words. Nothing here takes an array lock while holding a shard lock.
 
 /// The process-wide directory: key id -> trackers whose arrays observe that element key.
-/// 32 buckets by `keyID % 32` (the same folding as the member bits), scanned linearly: a
-/// program observes few element keys, and hashing cost more than the whole scan.
 ///
 /// Each entry holds its key id beside the tracker, so a change finds its trackers from the
 /// directory alone: a tracker's own key list is written under its array's lock (a tracker can
 /// gain keys while registered), which the directory does not hold — reading it here raced with
 /// `add(keyIDs:)` replacing the list (a use-after-free seen in release stress runs).
 ///
-/// Readers take no lock: the buckets are published as an immutable `_Snapshot` in one atomic
-/// word, read in a read section tagged with the directory's address, exactly as a setter reads
-/// its object's dispatch cache (`Concurrency/_ReadSections.swift`). Writers — tracking starting
-/// or stopping, under an array's lock — edit the master buckets under `_lock`, publish a new
-/// snapshot and retire the old one to `_RetiredCaches`. (An element change used to take `_lock`
-/// and copy its bucket: a compare-and-swap and a retain/release pair on every change.)
+/// Readers take no lock: the entries are published as an immutable snapshot, trackers grouped by
+/// element key (`_FrozenGroups`: a program observes few element keys, scanned linearly), in one
+/// atomic word, read in a read section tagged with the directory's address, exactly as a setter
+/// reads its object's dispatch cache (`Concurrency/_ReadSections.swift`). Writers — tracking
+/// starting or stopping, under an array's lock — edit the master list under `_lock`, publish a
+/// new snapshot and retire the old one to `_RetiredCaches`. (An element change used to take
+/// `_lock` and copy a bucket: a compare-and-swap and a retain/release pair on every change.)
 internal final class _ElementTrackerDirectory: @unchecked Sendable {
     static let shared = _ElementTrackerDirectory()
 
@@ -37,67 +36,42 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
         let tracker: _ElementTrackerBase
     }
 
-    /// The buckets, flattened and frozen: bucket `b` is `keyIDs[starts[b] ..< starts[b + 1]]`
-    /// beside `trackers` at the same positions, each tracker retained once by the snapshot.
-    private final class _Snapshot {
-        let starts: UnsafeMutablePointer<Int>
-        let keyIDs: UnsafeMutablePointer<UInt32>
-        let trackers: UnsafeMutablePointer<Unmanaged<_ElementTrackerBase>>
-        let count: Int
-
-        init(_ buckets: [ContiguousArray<Entry>]) {
-            count = buckets.reduce(0) { $0 + $1.count }
-            starts = .allocate(capacity: buckets.count + 1)
-            keyIDs = .allocate(capacity: max(count, 1))
-            trackers = .allocate(capacity: max(count, 1))
-            var next = 0
-            for (b, bucket) in buckets.enumerated() {
-                starts[b] = next
-                for entry in bucket {
-                    keyIDs[next] = entry.keyID
-                    (trackers + next).initialize(to: .passRetained(entry.tracker))
-                    next += 1
-                }
-            }
-            starts[buckets.count] = next
-        }
-
-        deinit {
-            for i in 0..<count { trackers[i].release() }
-            trackers.deallocate()
-            keyIDs.deallocate()
-            starts.deallocate()
-        }
-    }
+    private typealias _Snapshot = _FrozenGroups<_ElementTrackerBase>
 
     private let _lock = _Lock()
-    /// The master buckets, under `_lock`; `_snapshotWord` publishes a frozen copy
-    /// (`Unmanaged<_Snapshot>` bits, 0 before the first registration), owning one retain.
-    @exclusivity(unchecked) private var _buckets = [ContiguousArray<Entry>](repeating: [], count: 32)
+    /// The master list, in registration order, under `_lock`; `_snapshotWord` publishes it
+    /// frozen (`Unmanaged<_Snapshot>` bits, 0 before the first registration), owning one retain.
+    @exclusivity(unchecked) private var _entries: [Entry] = []
     private let _snapshotWord = Atomic<UInt>(0)
 
     /// The tag of the directory's read sections (taken without a retain; the directory is immortal).
     private var _address: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
     func register(_ tracker: _ElementTrackerBase, keyID: UInt32) {
-        _edit { $0[Int(keyID & 31)].append(Entry(keyID: keyID, tracker: tracker)) }
+        _edit { $0.append(Entry(keyID: keyID, tracker: tracker)) }
     }
 
     func unregister(_ tracker: _ElementTrackerBase, keyIDs: some Sequence<UInt32>) {
-        _edit { buckets in
-            for keyID in keyIDs {
-                buckets[Int(keyID & 31)].removeAll { $0.tracker === tracker && $0.keyID == keyID }
-            }
-        }
+        let keyIDs = Set(keyIDs)
+        _edit { entries in entries.removeAll { $0.tracker === tracker && keyIDs.contains($0.keyID) } }
     }
 
-    /// Edits the master buckets and publishes them; the replaced snapshot is retired, and
+    /// Edits the master list and publishes it; the replaced snapshot is retired, and
     /// released at once unless a reader may hold it. Trackers hold no lock in their deinit, so
     /// releasing one here (perhaps under the caller's array lock) is safe.
-    private func _edit(_ body: (inout [ContiguousArray<Entry>]) -> Void) {
+    private func _edit(_ body: (inout [Entry]) -> Void) {
         _lock.lock()
-        body(&_buckets)
-        let snapshot = Unmanaged.passRetained(_Snapshot(_buckets))
+        body(&_entries)
+        // Grouped by key, keys and trackers in registration order.
+        var groups: [(UInt32, ContiguousArray<_ElementTrackerBase>)] = []
+        for entry in _entries {
+            if let g = groups.firstIndex(where: { $0.0 == entry.keyID }) {
+                groups[g].1.append(entry.tracker)
+            } else {
+                groups.append((entry.keyID, [entry.tracker]))
+            }
+        }
+        let snapshot = Unmanaged.passRetained(_Snapshot(groups: groups))
         let old = _snapshotWord.exchange(UInt(bitPattern: snapshot.toOpaque()), ordering: .sequentiallyConsistent)
         _lock.unlock()
         guard old != 0 else { return }
@@ -113,9 +87,8 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
             // Inside the read section the snapshot, and so each tracker it retains, stays alive:
             // both are used without a retain.
             Unmanaged<_Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: word)!)._withUnsafeGuaranteedRef { snapshot in
-                let bucket = Int(keyID & 31)
-                for i in snapshot.starts[bucket]..<snapshot.starts[bucket + 1] where snapshot.keyIDs[i] == keyID {
-                    snapshot.trackers[i]._withUnsafeGuaranteedRef { tracker in
+                for i in snapshot.range(of: keyID) {
+                    snapshot.items[i]._withUnsafeGuaranteedRef { tracker in
                         tracker.elementDidChange(keyID: keyID, element: element, values: values)
                     }
                 }
