@@ -1,6 +1,3 @@
-internal import CObserveCore
-import Synchronization
-
 /// Element-property observation for arrays, without one registration per element.
 ///
 /// While an ``ObservableArray`` has observers with element key paths, its tracker keeps:
@@ -15,19 +12,13 @@ import Synchronization
 /// words. Nothing here takes an array lock while holding a shard lock.
 
 /// The process-wide directory: key id -> trackers whose arrays observe that element key.
+/// 32 buckets by `keyID % 32` (the same folding as the member bits), scanned linearly: a
+/// program observes few element keys, and hashing cost more than the whole scan.
 ///
 /// Each entry holds its key id beside the tracker, so a change finds its trackers from the
-/// directory alone: a tracker's own key list is written under its array's lock (a tracker can
+/// bucket copy alone: a tracker's own key list is written under its array's lock (a tracker can
 /// gain keys while registered), which the directory does not hold — reading it here raced with
 /// `add(keyIDs:)` replacing the list (a use-after-free seen in release stress runs).
-///
-/// Readers take no lock: the entries are published as an immutable snapshot, trackers grouped by
-/// element key (`_FrozenGroups`: a program observes few element keys, scanned linearly), in one
-/// atomic word, read in a read section tagged with the directory's address, exactly as a setter
-/// reads its object's dispatch cache (`Concurrency/_ReadSections.swift`). Writers — tracking
-/// starting or stopping, under an array's lock — edit the master list under `_lock`, publish a
-/// new snapshot and retire the old one to `_RetiredCaches`. (An element change used to take
-/// `_lock` and copy a bucket: a compare-and-swap and a retain/release pair on every change.)
 internal final class _ElementTrackerDirectory: @unchecked Sendable {
     static let shared = _ElementTrackerDirectory()
 
@@ -36,65 +27,29 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
         let tracker: _ElementTrackerBase
     }
 
-    private typealias _Snapshot = _FrozenGroups<_ElementTrackerBase>
-
     private let _lock = _Lock()
-    /// The master list, in registration order, under `_lock`; `_snapshotWord` publishes it
-    /// frozen (`Unmanaged<_Snapshot>` bits, 0 before the first registration), owning one retain.
-    @exclusivity(unchecked) private var _entries: [Entry] = []
-    private let _snapshotWord = Atomic<UInt>(0)
-
-    /// The tag of the directory's read sections (taken without a retain; the directory is immortal).
-    private var _address: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+    @exclusivity(unchecked) private var _buckets = [ContiguousArray<Entry>](repeating: [], count: 32)
 
     func register(_ tracker: _ElementTrackerBase, keyID: UInt32) {
-        _edit { $0.append(Entry(keyID: keyID, tracker: tracker)) }
+        _lock.withLock { _buckets[Int(keyID & 31)].append(Entry(keyID: keyID, tracker: tracker)) }
     }
 
     func unregister(_ tracker: _ElementTrackerBase, keyIDs: some Sequence<UInt32>) {
-        let keyIDs = Set(keyIDs)
-        _edit { entries in entries.removeAll { $0.tracker === tracker && keyIDs.contains($0.keyID) } }
-    }
-
-    /// Edits the master list and publishes it; the replaced snapshot is retired, and
-    /// released at once unless a reader may hold it. Trackers hold no lock in their deinit, so
-    /// releasing one here (perhaps under the caller's array lock) is safe.
-    private func _edit(_ body: (inout [Entry]) -> Void) {
-        _lock.lock()
-        body(&_entries)
-        // Grouped by key, keys and trackers in registration order.
-        var groups: [(UInt32, ContiguousArray<_ElementTrackerBase>)] = []
-        for entry in _entries {
-            if let g = groups.firstIndex(where: { $0.0 == entry.keyID }) {
-                groups[g].1.append(entry.tracker)
-            } else {
-                groups.append((entry.keyID, [entry.tracker]))
+        _lock.withLock {
+            for keyID in keyIDs {
+                _buckets[Int(keyID & 31)].removeAll { $0.tracker === tracker && $0.keyID == keyID }
             }
         }
-        let snapshot = Unmanaged.passRetained(_Snapshot(groups: groups))
-        let old = _snapshotWord.exchange(UInt(bitPattern: snapshot.toOpaque()), ordering: .sequentiallyConsistent)
-        _lock.unlock()
-        guard old != 0 else { return }
-        let retired = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
-        if _RetiredCaches.shared.retire(retired, of: _address) { retired.release() }
     }
 
     func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
-        let tag = _address
-        cobs_read_enter(tag)
-        let word = _snapshotWord.load(ordering: .acquiring)
-        if word != 0 {
-            // Inside the read section the snapshot, and so each tracker it retains, stays alive:
-            // both are used without a retain.
-            Unmanaged<_Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: word)!)._withUnsafeGuaranteedRef { snapshot in
-                for i in snapshot.range(of: keyID) {
-                    snapshot.items[i]._withUnsafeGuaranteedRef { tracker in
-                        tracker.elementDidChange(keyID: keyID, element: element, values: values)
-                    }
-                }
+        // The copy keeps its trackers alive: each is then used without a retain of its own.
+        let entries = _lock.withLock { _buckets[Int(keyID & 31)] }
+        for index in entries.indices where entries[index].keyID == keyID {
+            Unmanaged.passUnretained(entries[index].tracker)._withUnsafeGuaranteedRef { tracker in
+                tracker.elementDidChange(keyID: keyID, element: element, values: values)
             }
         }
-        if _slowPath(cobs_read_leave(tag)) { _RetiredCaches.shared.drain() }
     }
 }
 

@@ -1,6 +1,6 @@
-/// Objects grouped by key id, frozen: the immutable shape every snapshot read in read sections
-/// has (`Concurrency/_ReadSections.swift`) — an object's dispatch cache (`_DispatchCache`: its
-/// registrations by key) and the element-tracker directory's snapshot (trackers by element key).
+/// Objects grouped by key id, frozen: the immutable shape of a snapshot read in read sections
+/// (`Concurrency/_ReadSections.swift`), today an object's dispatch cache (`_DispatchCache`: its
+/// registrations by key).
 ///
 /// Layout: key `i` is `keyIDs[i]`, its objects are `items[starts[i] ..< starts[i + 1]]`, each
 /// retained once by the snapshot, so a reader inside a read section walks them with no reference

@@ -10,8 +10,7 @@
 //   `_HolderRecordingLock` adds the holder's thread, to report a re-entry instead of spinning.
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
-//   `_DispatchCache` (and the element-tracker directory its snapshot; both `_FrozenGroups`,
-//   `_FrozenGroups.swift`) in one atomic word; a setter marks its own thread's record, reads the cache
+//   `_DispatchCache` (a `_FrozenGroups`, `_FrozenGroups.swift`) in one atomic word; a setter marks its own thread's record, reads the cache
 //   with no lock and no read-modify-write, unmarks. A replaced cache is freed by the invalidation
 //   when a membarrier and a scan of the records show no open section reads its object; otherwise
 //   it waits in one retired list for the drain run by the threads that may hold it, when their
@@ -33,7 +32,6 @@
 //   shard lock → retired-cache lock (`_RetiredCaches._lock`)           invalidating a cache
 //   retired-cache lock → reclaimer lock → thread-records lock (C, `read_sections.c`)
 //   array lock → element-tracker directory lock                         starting/stopping tracking
-//                                                                       (then, unlocked, the retired-cache lock)
 // The thread-records and directory locks are leaves. The other `_Lock`s (key table, key catalog,
 // `_asObserverLock`, drivers, streams, actor mailbox, bindings, runtime settings) each guard one
 // object's own state.
@@ -78,10 +76,8 @@
 //   array's lock is held, and nothing under that lock replaces it;
 // - the element-change box and its value cell while a change is prepared and delivered: held by
 //   the one `let` that `_recycle` consumes;
-// - the element-tracker directory's snapshot and its trackers inside the directory's read
-//   section: the snapshot retains each tracker, the section keeps the snapshot (an element change
-//   reads it with no lock, like a dispatch cache); `_registry.elementTrackers` and the registry
-//   shards are immortal (registries live as long as the process);
+// - the directory's trackers: each entry retains its tracker; `_registry.elementTrackers` and the
+//   registry shards are immortal (registries live as long as the process);
 // - `ObservableKey._keyPath`: key paths are interned by `_KeyTable` for the life of the process;
 // - thread objects (`_ThreadLocal.existing`, the binding re-entrancy guard): owned by the thread's
 //   pthread-specific slot until the thread exits, and read only on that thread.

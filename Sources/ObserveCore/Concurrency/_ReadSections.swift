@@ -136,10 +136,9 @@ extension KeyValueRegistrar {
     }
 }
 
-/// Every snapshot read in read sections that was replaced but may still be read — dispatch
-/// caches, and the element-tracker directory's snapshots (`_ElementTrackerDirectory`): the one
-/// list the reclaimer works on (see the top of this file). Entries are (tag: the address the
-/// readers' sections name, the snapshot, owning a retain).
+/// Every dispatch cache that was replaced but may still be read: the one list the reclaimer
+/// works on (see the top of this file). Entries are (tag: the address the readers' sections
+/// name, the cache, owning a retain); any snapshot read in read sections can be retired here.
 internal final class _RetiredCaches: @unchecked Sendable {
     static let shared = _RetiredCaches()
 

@@ -148,11 +148,11 @@ struct ReadSectionTests {
         #expect(_RetiredCaches.shared.count == 0, "every retired cache was freed by the last section that held it")
         #expect(tracker.survivors.isEmpty, "captures of cancelled handlers still alive: \(tracker.survivors.prefix(3))")
     }
-    /// The element-tracker directory is read the same way: element changes on some threads while
-    /// others start and stop tracking (each publishes a new directory snapshot and retires the
-    /// old one). Every change made while an observer is registered on its own thread reaches it,
-    /// and every retired snapshot is freed by the end.
-    @Test("element changes while other threads start and stop tracking: every retired directory snapshot is freed",
+    /// Element changes on some threads while others start and stop tracking (each observe and
+    /// cancel replaces the array's dispatch cache, which element changes read in their read
+    /// sections). Every change made while an observer is registered on its own thread reaches it,
+    /// and every retired cache is freed by the end.
+    @Test("element changes while other threads start and stop tracking: nothing missed, nothing retired kept",
           arguments: ObservationBackend.allCases)
     func directoryHammer(backend: ObservationBackend) {
         let threads = max(2, environmentInt("OBSERVECORE_STRESS_THREADS", default: 4))
@@ -170,7 +170,7 @@ struct ReadSectionTests {
                 } else {
                     let token = arrays[i % 2].observe(elementKeyPaths: [\.grade]) { _, change in
                         if change.elements.contains(where: { $0.element === mine[0] }) { heardOwn[t].increment() }
-                    }                                               // starts tracking: a new snapshot
+                    }                                               // starts tracking
                     mine[0].grade = -i                              // reaches this thread's observer
                     token.cancel()                                  // stops it (lazily) or leaves it
                 }
@@ -179,6 +179,6 @@ struct ReadSectionTests {
         for t in stride(from: 1, to: threads, by: 2) {
             #expect(heardOwn[t].value >= rounds, "thread \(t) missed its own element changes")
         }
-        #expect(_RetiredCaches.shared.count == 0, "every retired snapshot was freed by the last section that held it")
+        #expect(_RetiredCaches.shared.count == 0, "every retired cache was freed by the last section that held it")
     }
 }
