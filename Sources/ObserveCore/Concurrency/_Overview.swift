@@ -10,7 +10,7 @@
 //   `_HolderRecordingLock` adds the holder's thread, to report a re-entry instead of spinning.
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
-//   `_DispatchCache` (a `_FrozenGroups`, `_FrozenGroups.swift`) in one atomic word; a setter marks its own thread's record, reads the cache
+//   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
 //   with no lock and no read-modify-write, unmarks. A replaced cache is freed by the invalidation
 //   when a membarrier and a scan of the records show no open section reads its object; otherwise
 //   it waits in one retired list for the drain run by the threads that may hold it, when their

@@ -38,7 +38,6 @@ extension KeyValueRegistrar {
     /// dying on another thread, and a retain/release pair there (`ObjectIdentifier(self)` in a
     /// debug build) could be the last release, running the registrar's deinit — which takes the
     /// same shard lock — on this thread (a self-deadlock `DeathRaceTests` caught).
-    @usableFromInline
     internal var _address: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
     /// Enters a read section and returns the current cache, building it when there is none.
@@ -64,14 +63,7 @@ extension KeyValueRegistrar {
         let (registrations, range) = _enterReadSection(object: address)._withUnsafeGuaranteedRef {
             ($0.registrations, $0.range(of: keyID))
         }
-        if _fastPath(!range.isEmpty) {
-            let depth = cobs_thread_depth_enter()
-            if _fastPath(depth <= ObservationRuntime._maximumDepth.load(ordering: .relaxed)) {
-                return (registrations, range)
-            }
-            _ = cobs_thread_depth_leave()
-            _reportRunawayRecursion(keyID: keyID, depth: depth)
-        }
+        if _fastPath(!range.isEmpty) && _enterDelivery(keyID: keyID) { return (registrations, range) }
         _leaveReadSection()
         return nil
     }
@@ -79,7 +71,7 @@ extension KeyValueRegistrar {
     /// Closes what `_openDelivery` opened.
     @usableFromInline
     internal func _closeDelivery() {
-        _ = cobs_thread_depth_leave()
+        _ThreadDepth.leave()
         _leaveReadSection()
     }
 
@@ -123,7 +115,7 @@ extension KeyValueRegistrar {
     internal func _invalidateCache(deferringTo shard: _Shard) {
         let old = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         guard old != 0 else { return }
-        let cache = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
+        let cache = Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
         if _RetiredCaches.shared.retire(cache, of: _address) { shard.deferRelease(cache.takeRetainedValue()) }
     }
 
@@ -137,29 +129,28 @@ extension KeyValueRegistrar {
 }
 
 /// Every dispatch cache that was replaced but may still be read: the one list the reclaimer
-/// works on (see the top of this file). Entries are (tag: the address the readers' sections
-/// name, the cache, owning a retain); any snapshot read in read sections can be retired here.
+/// works on (see the top of this file). Entries are (registrar address, cache, owning a retain).
 internal final class _RetiredCaches: @unchecked Sendable {
     static let shared = _RetiredCaches()
 
     /// Taken after a shard lock (and any driver lock the registering caller holds), before the C
     /// core's reclaimer lock; never the other way.
     private let _lock = _Lock()
-    @exclusivity(unchecked) private var _tags: [UInt] = []
-    @exclusivity(unchecked) private var _caches: [Unmanaged<AnyObject>] = []
+    @exclusivity(unchecked) private var _registrars: [UInt] = []
+    @exclusivity(unchecked) private var _caches: [Unmanaged<_DispatchCache>] = []
     @exclusivity(unchecked) private var _held: [Bool] = []
 
-    /// Retires `snapshot`, which read sections tagged `tag` may hold: true when none can (the
-    /// caller releases it once its locks allow); otherwise it is kept for the drain of the
-    /// threads that may hold it, and false is returned. Frees nothing retired earlier (see the
-    /// top of this file: the caller may hold a shard's or a driver's lock).
-    func retire(_ snapshot: Unmanaged<AnyObject>, of tag: UInt) -> Bool {
+    /// Retires `cache`, the replaced cache of the registrar at `registrar`: true when no open
+    /// section can hold it (the caller releases it once its locks allow); otherwise it is kept
+    /// for the drain of the threads that may, and false is returned. Frees nothing retired
+    /// earlier (see the top of this file: the caller may hold a shard's or a driver's lock).
+    func retire(_ cache: Unmanaged<_DispatchCache>, of registrar: UInt) -> Bool {
         _lock.lock()
-        var tag = tag, held = true
-        cobs_read_reclaimable(&tag, 1, &held)
+        var registrar = registrar, held = true
+        cobs_read_reclaimable(&registrar, 1, &held)
         if held {
-            _tags.append(tag)
-            _caches.append(snapshot)
+            _registrars.append(registrar)
+            _caches.append(cache)
         }
         _lock.unlock()
         return !held
@@ -179,26 +170,26 @@ internal final class _RetiredCaches: @unchecked Sendable {
     var count: Int { _lock.withLock { _caches.count } }
 
     /// Asks the C core which entries are still held; keeps those, returns the others. Under `_lock`.
-    private func _reclaim() -> [Unmanaged<AnyObject>] {
+    private func _reclaim() -> [Unmanaged<_DispatchCache>] {
         let count = _caches.count
         guard count > 0 else { return [] }
         if _held.count < count { _held.append(contentsOf: repeatElement(false, count: count - _held.count)) }
-        _tags.withUnsafeBufferPointer { tags in
+        _registrars.withUnsafeBufferPointer { registrars in
             _held.withUnsafeMutableBufferPointer { held in
-                cobs_read_reclaimable(tags.baseAddress, count, held.baseAddress)
+                cobs_read_reclaimable(registrars.baseAddress, count, held.baseAddress)
             }
         }
-        var kept = 0, freed: [Unmanaged<AnyObject>] = []
+        var kept = 0, freed: [Unmanaged<_DispatchCache>] = []
         for i in 0..<count {
             if _held[i] {
-                _tags[kept] = _tags[i]
+                _registrars[kept] = _registrars[i]
                 _caches[kept] = _caches[i]
                 kept += 1
             } else {
                 freed.append(_caches[i])
             }
         }
-        _tags.removeLast(count - kept)
+        _registrars.removeLast(count - kept)
         _caches.removeLast(count - kept)
         return freed
     }

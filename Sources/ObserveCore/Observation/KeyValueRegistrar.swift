@@ -231,7 +231,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     }
 
     /// Reports a notification dropped at `depth`, beyond the limit.
-    @usableFromInline @inline(never)
+    @inline(never)
     internal func _reportRunawayRecursion(keyID: UInt32, depth: UInt32) {
         let limit = ObservationRuntime._maximumDepth.load(ordering: .relaxed)
         let name = _KeyTable.shared.displayName(for: keyID)
