@@ -317,11 +317,14 @@ extension KeyValueObservable {
 // MARK: - Introspection
 
 extension KeyValueObservable {
-    /// The key paths that currently have at least one registration on this object.
+    /// The key paths that currently have at least one live registration on this object. Like
+    /// ``observationCount``, it skips a registration whose observer has died, even before a
+    /// change finds it gone and removes it: what it lists must not depend on when that happens.
     public var observedKeyPaths: [PartialKeyPath<Self>] {
         var seen = Set<AnyKeyPath>()
         var result: [PartialKeyPath<Self>] = []
-        for registration in _registrations(nil) where seen.insert(registration.keyPath).inserted {
+        for registration in _registrations(nil)
+        where !registration._observerDied && seen.insert(registration.keyPath).inserted {
             if let keyPath = registration.keyPath as? PartialKeyPath<Self> { result.append(keyPath) }
         }
         return result
@@ -337,7 +340,7 @@ extension KeyValueObservable {
     /// registration whose observer has died is not counted, even before a change finds it gone
     /// and removes it.
     public var observationCount: Int {
-        _registrations(nil).reduce(0) { $0 + ($1.hasObserver && $1._observer == nil ? 0 : 1) }
+        _registrations(nil).reduce(0) { $0 + ($1._observerDied ? 0 : 1) }
     }
 
     /// A readable listing of this object's registrations, one per line.

@@ -98,6 +98,10 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// Whether the registration names an observer (observer-tagged rather than token-based).
     @inlinable
     final var hasObserver: Bool { observerAddress != 0 }
+
+    /// Whether the registration named an observer that has since died. Such a registration
+    /// waits for a change (or a sweep) to remove it; introspection must not count it meanwhile.
+    final var _observerDied: Bool { hasObserver && _observer == nil }
 }
 
 /// A registration of a handler for a property of type `Value` on objects of type `Root`.

@@ -37,6 +37,28 @@ struct IntrospectionTests {
         #expect(person.observationDebugDescription == "Person: no registrations")
     }
 
+    /// An observer that dies leaves its registrations in place until a change finds them; the
+    /// introspection must already ignore them, or what it lists would depend on when (and, once
+    /// the dead observer's address is reused, whether) that happens. The differential test
+    /// found the two backends disagreeing through exactly this.
+    @Test("an observer that died is not listed by observedKeyPaths, observers or observationCount", arguments: ObservationBackend.allCases)
+    func deadObserverIsNotListed(backend: ObservationBackend) {
+        let person = Person(backend)
+        var watcher: Watcher? = Watcher()
+        let survivor = Watcher()
+        person.addObserver(watcher!, for: [\.nickname, \.isActive] as [PartialKeyPath<Person>]) { _, _, _, _ in }
+        person.addObserver(survivor, for: \.age) { _, _, _ in }
+        #expect(Set(person.observedKeyPaths.map { $0 as AnyKeyPath }) == [\Person.nickname, \Person.isActive, \Person.age] as Set<AnyKeyPath>)
+        watcher = nil
+        #expect(person.observationDebugDescription.contains("dead observer"), "the registrations wait for a change to remove them")
+        #expect(person.observedKeyPaths.map { $0 as AnyKeyPath } == [\Person.age])
+        #expect(person.observers(for: \.isActive).isEmpty)
+        #expect(person.observationCount == 1)
+        person.isActive.toggle()   // finds the dead observer and removes its isActive registration
+        #expect(person.observedKeyPaths.map { $0 as AnyKeyPath } == [\Person.age])
+        person.removeAllObservers()
+    }
+
     /// A key declared with its property's name prints as `\Root.name` in listings, where Swift
     /// prints a stored property with observers as `\Root.<computed 0x…>` on Linux.
     @Test("a named key prints as \\Root.property in listings", arguments: ObservationBackend.allCases)
