@@ -8,18 +8,19 @@
 ** that replaced a cache (a registration changed) retires the old one, and a reclaimer frees it
 ** once no thread's record says it may still be reading it.
 **
-** Why the reader needs no fence. The reader stores "I read object X", then loads the cache word;
-** the writer exchanges the word, then reads the records. Each side needs its store ordered before
-** its load (store-load order, which processors do not give for free). The reader gets it from
-** the reclaimer: `cobs_read_reclaimable` first runs `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
-** which makes every running thread of the process execute a full barrier, so either the reader's
-** store is visible to the scan, or the reader's load comes after the barrier and sees the new
-** word (the old cache is out of its reach). This is the asymmetric fence of userspace RCU's
-** "memb" flavour. The reclaimer skips the system call when no other thread has a record: a thread
-** that registers later ends its registration with a full fence (and a locked increment), so its
-** first load of any word comes after the writer's exchange. Where membarrier is unavailable (not
-** Linux, or refused), every enter and leave executes a full fence, and the reclaimer's own fence
-** completes the pairing.
+** Ordering. The reader stores "I read object X", then loads the cache word; the writer exchanges
+** the word, then reads the records. Each side needs its store ordered before its load (store-load
+** order, which processors do not give for free). By default each side executes a full fence
+** between the two: the reader in `cobs_read_enter` and `cobs_read_leave`, the reclaimer before
+** its scan. So either the reader's store is visible to the scan, or the reader's load sees the
+** new word (the old cache is out of its reach). Built with COBS_READ_MEMBARRIER=1 on Linux, the
+** reader's fence becomes a compiler barrier and the reclaimer first runs
+** `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the process
+** execute a full barrier (the asymmetric fence of userspace RCU's "memb" flavour); it then skips
+** the system call when no other thread has a record, since a thread that registers later ends its
+** registration with a full fence. That trade is off by default: measured here, it saved 3% of a
+** notified set and cost a system call per registration change while another thread reads
+** (`threads.2-observe-churn` 14 times slower); read_sections.c has the figures.
 **
 ** Who frees, and when (the reclamation story; the Swift side, `Concurrency/_ReadSections.swift`,
 ** holds the retired list and calls these):
@@ -79,7 +80,7 @@ typedef struct cobs_thread_record {
     _Atomic(uint32_t) must_drain;
     uint32_t delivery_depth;  /* owner only: the notification depth */
     uint8_t registered;       /* owner only: linked into the list of records */
-    uint8_t fences;           /* owner only: full fences at enter/leave (no membarrier) */
+    uint8_t fences;           /* owner only: full fences at enter/leave (the default: no membarrier) */
     uint8_t annotate;         /* owner only: tell ThreadSanitizer about leaves (TSan builds) */
     struct cobs_thread_record *_Nullable next;
     struct cobs_thread_record *_Nullable prev;

@@ -12,7 +12,7 @@
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
 //   with no lock and no read-modify-write, unmarks. A replaced cache is freed by the invalidation
-//   when a membarrier and a scan of the records show no open section reads its object; otherwise
+//   when a fence and a scan of the records show no open section reads its object; otherwise
 //   it waits in one retired list for the drain run by the threads that may hold it, when their
 //   outermost section ends.
 // - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in the same C

@@ -15,7 +15,7 @@ internal import CObserveCore
 // object touch no common cache line but the word they read.
 //
 // Reclamation (one place: `_RetiredCaches`): an invalidation exchanges the word for 0 and asks
-// `cobs_read_reclaimable` (a membarrier, then a scan of every thread's record) whether an open
+// `cobs_read_reclaimable` (a fence, then a scan of every thread's record) whether an open
 // section can hold the old cache. If none reads that registrar, the cache is freed at once, by
 // the invalidation itself (after the shard lock is dropped). Otherwise it joins one process-wide
 // retired list, and each thread that may hold it is marked: its outermost `cobs_read_leave`
