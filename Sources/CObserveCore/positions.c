@@ -560,9 +560,10 @@ static inline size_t probe_for_insert(const struct cobs_positions *pos, const vo
     }
 }
 
-/* Records (element, slot) — not yet recorded, ring[forward(slot)] == element — joining the
-** element's bucket or record when it has one. Grows the table (reading the ring) when a new
-** bucket is needed. COBS_NO_MEMORY leaves the index as it was. */
+/* Records (element, slot) — ring[forward(slot)] == element — joining the element's bucket or
+** record when it has one. Grows the table (reading the ring) when a new bucket is needed.
+** COBS_INVALID_ARGUMENT when the pair is already recorded (found on the same walk, so an
+** insertion probes once); COBS_NO_MEMORY; either leaves the index as it was. */
 static cobs_status add_pair(struct cobs_positions *pos, const void *ring, uintptr_t element, uint32_t slot) {
     const uint64_t h = hash_of(pos, element);
     const uint8_t fp = fingerprint_of(h);
@@ -571,10 +572,14 @@ static cobs_status add_pair(struct cobs_positions *pos, const void *ring, uintpt
     if (i != SIZE_MAX) {
         const uint32_t field = pos->slots[i];
         if (is_record(field)) {
-            const cobs_status st = record_add(pos, record_of(pos, field), slot);
+            dup_record *record = record_of(pos, field);
+            uint32_t position;
+            if (record_holds(pos, record, slot, &position)) return COBS_INVALID_ARGUMENT;
+            const cobs_status st = record_add(pos, record, slot);
             if (st == COBS_OK) pos->entries++;
             return st;
         }
+        if (field == slot) return COBS_INVALID_ARGUMENT;
         uint32_t index;
         const cobs_status st = record_new(pos, element, field, slot, &index);
         if (st != COBS_OK) return st;
@@ -722,9 +727,7 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const void *ring, uint32_
         return COBS_INVALID_ARGUMENT;
     }
     const uint32_t slot = to_stored(pos, current);
-    uint32_t position;
-    if (find_entry(pos, element, slot, &position) != SIZE_MAX) return COBS_INVALID_ARGUMENT; /* already recorded */
-    const cobs_status st = add_pair(pos, ring, element, slot);
+    const cobs_status st = add_pair(pos, ring, element, slot);   /* refuses a pair already recorded */
     if (st != COBS_OK) return st;
     if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
     VERIFY(pos, ring, mask);

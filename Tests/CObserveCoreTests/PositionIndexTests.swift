@@ -378,6 +378,24 @@ import Testing
 
     // MARK: Every status code
 
+    /// The "already recorded" check rides on the insertion's own probe walk (positions.c,
+    /// add_pair): a pair already in a duplicated element's record is refused too, and the index
+    /// stays as it was.
+    @Test func aPairAlreadyInARecordIsRefused() {
+        let ring = TestRing(mask: 15), index = TestPositions()
+        assertStatus(index.insert(ring, element(1), at: 4), COBS_OK)
+        assertStatus(index.insert(ring, element(1), at: 9), COBS_OK)   // a second copy: the element gets a record
+        assertStatus(index.insert(ring, element(2), at: 5), COBS_OK)
+        assertStatus(cobs_positions_insert(index.raw, ring.pointer, 15, element(1), 9), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert(index.raw, ring.pointer, 15, element(1), 4), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert(index.raw, ring.pointer, 15, element(2), 5), COBS_INVALID_ARGUMENT)
+        #expect(cobs_positions_count(index.raw) == 3)
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, 15), COBS_OK)
+        assertStatus(index.insert(ring, element(1), at: 12), COBS_OK)   // a third copy still joins the record
+        #expect(cobs_positions_count(index.raw) == 4)
+        assertStatus(cobs_positions_check_invariants(index.raw, ring.pointer, 15), COBS_OK)
+    }
+
     @Test func invalidArgumentsAreRejectedAndChangeNothing() {
         let ring = TestRing(mask: 15), index = TestPositions()
         index.insert(ring, element(1), at: 4)
