@@ -100,7 +100,8 @@ internal class _AnyRegistration: @unchecked Sendable {
     final var hasObserver: Bool { observerAddress != 0 }
 
     /// Whether the registration named an observer that has since died. Such a registration
-    /// waits for a change (or a sweep) to remove it; introspection must not count it meanwhile.
+    /// waits for a delivery or a sweep to remove it (both test this), and introspection skips it
+    /// meanwhile.
     final var _observerDied: Bool { hasObserver && _observer == nil }
 }
 
@@ -135,7 +136,7 @@ internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, 
 
     @usableFromInline @inline(never)
     final func _deliverAsync(_ object: Root, _ change: ObservedChange<Value>) {
-        if hasObserver && _observer == nil {
+        if _observerDied {
             _removeDeadObserverRegistration()
             return
         }

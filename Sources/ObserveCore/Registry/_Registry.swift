@@ -197,7 +197,7 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Removes the registrations whose observer has died without anyone noticing yet.
     func purgeDeadObservers() {
-        for registration in allRegistrations() where registration.hasObserver && registration._observer == nil {
+        for registration in allRegistrations() where registration._observerDied {
             remove(registration)
         }
     }
