@@ -250,9 +250,49 @@ static void test_positions(void) {
     free(ring);
 }
 
+/* A rebuild large enough (2^20 buckets) to insert partition by partition (positions.c, REBUILD IN
+** PARTITIONS), from a wrapped ring with copies, and the same rebuild without its scratch memory. */
+static void test_partitioned_rebuild(void) {
+    const uint32_t mask = (1u << 20) - 1, head = mask - 4999;
+    const size_t n = 700000;
+    uintptr_t *ring = calloc((size_t)mask + 1, sizeof *ring);
+    EXPECT(ring != NULL);
+    if (ring == NULL) return;
+    /* Elements 0..<600,000; 0..<50,000 twice; element 3 another 50,000 times. */
+    for (size_t i = 0; i < n; i++) ring[(head + i) & mask] = 0x7f0000000000u + 16u * (i < 650000 ? i % 600000 : 3);
+    uint32_t slots[4];
+    size_t count = 0;
+    smoke_allocator state = {0, -1};
+    cobs_allocator counting = {smoke_allocate, smoke_deallocate, &state};
+    for (int scratch = 1; scratch >= 0; scratch--) {
+        cobs_positions *pos = NULL;
+        EXPECT_STATUS(cobs_positions_create(n, 7, &counting, &pos), COBS_OK);
+        if (pos == NULL) break;
+        /* Without scratch: every allocation fails from here on, the scratch first, and the plain
+        ** loop runs (over distinct elements: no record to allocate either). */
+        if (!scratch) {
+            for (uint32_t i = 0; i < n; i++) ring[(head + i) & mask] = 0x7f0000000000u + 16u * i;
+            state.fail_after = 0;
+        }
+        EXPECT_STATUS(cobs_positions_rebuild(pos, ring, mask, head, n), COBS_OK);
+        state.fail_after = -1;
+        EXPECT(cobs_positions_count(pos) == n);
+        EXPECT_STATUS(cobs_positions_check_invariants(pos, ring, mask), COBS_OK);
+        EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x7f0000000000u + 16u * 3, slots, 4, &count),
+                      scratch ? COBS_BUFFER_TOO_SMALL : COBS_OK);
+        EXPECT(count == (scratch ? 50002u : 1u));
+        EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x7f0000000000u + 16u * 599999u, slots, 4, &count), COBS_OK);
+        EXPECT(count == 1 && slots[0] == ((head + 599999u) & mask));
+        cobs_positions_destroy(pos);
+    }
+    EXPECT(state.live == 0);
+    free(ring);
+}
+
 int c_smoke_arrays(void) {
     test_normalize_and_validate();
     test_batch();
     test_positions();
+    test_partitioned_rebuild();
     return failures;
 }

@@ -170,6 +170,46 @@ import Testing
         index.assertInvariants(ring)
     }
 
+    @Test func aRebuildIntoAMillionBucketsAgreesWithInsertingOneByOne() {
+        // 600,000 entries need 2^20 buckets: the size from which a rebuild inserts partition by
+        // partition (positions.c, REBUILD IN PARTITIONS). The ring wraps; 49,700 elements are there
+        // twice and one 302 times, so copies meet in the partitions and become records.
+        let count = 600_000, ring = TestRing(mask: (1 << 20) - 1), head: UInt32 = (1 << 20) - 1_000
+        for i in 0..<count { ring[(head &+ UInt32(i)) & ring.mask] = element(i < 599_700 ? i % 550_000 : 7) }
+        let rebuilt = TestPositions(), inserted = TestPositions(capacityHint: count)
+        assertStatus(cobs_positions_rebuild(rebuilt.raw, ring.pointer, ring.mask, head, count), COBS_OK)
+        for i in 0..<count {
+            let slot = (head &+ UInt32(i)) & ring.mask
+            assertStatus(cobs_positions_insert(inserted.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
+        }
+        #expect(rebuilt.count == count)
+        rebuilt.assertInvariants(ring)
+        var random = SplitMix64(seed: 0xB0_1D)
+        for probe in [0, 1, 7, 49_699, 49_700, 549_999] + (0..<2_000).map({ _ in Int.random(in: 0..<550_000, using: &random) }) {
+            #expect(rebuilt.slots(ring, element(probe)).sorted() == inserted.slots(ring, element(probe)).sorted(),
+                    "element \(probe)")
+        }
+        #expect(rebuilt.slots(ring, element(7)).count == 302)
+        #expect(rebuilt.slots(ring, element(49_699)).count == 2 && rebuilt.slots(ring, element(49_700)).count == 1)
+        #expect(rebuilt.slots(ring, element(count)).isEmpty)
+    }
+
+    @Test func aLargeRebuildWithoutScratchMemoryTakesThePlainLoop() {
+        // The partitioned rebuild needs 8 bytes per element of scratch; refused, it inserts in
+        // ring order, with the same result.
+        let allocator = CountingAllocator()
+        let count = 600_000, ring = TestRing(mask: (1 << 20) - 1)
+        let index = TestPositions(capacityHint: count, allocator: allocator.cAllocator)
+        for i in 0..<count { ring[UInt32(i)] = element(i) }
+        allocator.failing = true
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        #expect(allocator.failures == 1, "the scratch was asked for, and only it")
+        allocator.failing = false
+        #expect(index.count == count)
+        #expect(index.slots(ring, element(123_456)) == [123_456])
+        index.assertInvariants(ring)
+    }
+
     @Test func rebuildAfterTheRingIsReallocated() {
         let small = TestRing(mask: 7), index = TestPositions()
         var head: UInt32 = 6
