@@ -23,30 +23,41 @@ internal final class _DispatchCache: @unchecked Sendable {
     /// once by the cache: a reader walks them with no reference counting at all.
     @usableFromInline let registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>
     private let _registrationCount: Int
+    /// The one allocation holding `registrations`, `starts` and `keyIDs`, in that order (each
+    /// part aligned for its type): a fill costs the object and this block, nothing else.
+    private let _block: UnsafeMutableRawPointer
 
-    init(groups: [(keyID: UInt32, registrations: ContiguousArray<_AnyRegistration>)]) {
-        keyCount = groups.count
-        keyIDs = .allocate(capacity: max(groups.count, 1))
-        starts = .allocate(capacity: groups.count + 1)
-        _registrationCount = groups.reduce(0) { $0 + $1.registrations.count }
-        registrations = .allocate(capacity: max(_registrationCount, 1))
+    /// Builds the cache of `keyCount` keys holding `registrationCount` registrations in all.
+    /// `fill(key)` is called for key index 0, 1, … and returns that key's id after calling
+    /// `add(registration)` for each of its registrations, in delivery order (the cache retains
+    /// each once; the caller keeps them alive meanwhile). The counts must be exact.
+    init(keyCount: Int, registrationCount: Int,
+         fill: (_ key: Int, _ add: (Unmanaged<_AnyRegistration>) -> Void) -> UInt32) {
+        self.keyCount = keyCount
+        _registrationCount = registrationCount
+        let registrationBytes = registrationCount * MemoryLayout<Unmanaged<_AnyRegistration>>.stride
+        let startBytes = (keyCount + 1) * MemoryLayout<Int>.stride
+        let keyBytes = max(keyCount, 1) * MemoryLayout<UInt32>.stride
+        _block = .allocate(byteCount: registrationBytes + startBytes + keyBytes, alignment: MemoryLayout<Int>.alignment)
+        registrations = _block.bindMemory(to: Unmanaged<_AnyRegistration>.self, capacity: registrationCount)
+        starts = (_block + registrationBytes).bindMemory(to: Int.self, capacity: keyCount + 1)
+        keyIDs = (_block + registrationBytes + startBytes).bindMemory(to: UInt32.self, capacity: max(keyCount, 1))
         var next = 0
-        for (i, group) in groups.enumerated() {
-            keyIDs[i] = group.keyID
-            starts[i] = next
-            for registration in group.registrations {
-                (registrations + next).initialize(to: Unmanaged.passRetained(registration))
+        for key in 0..<keyCount {
+            starts[key] = next
+            keyIDs[key] = fill(key) { registration in
+                _require(next < registrationCount, "_DispatchCache: more registrations than counted")
+                (registrations + next).initialize(to: registration.retain())
                 next += 1
             }
         }
-        starts[groups.count] = next
+        _require(next == registrationCount, "_DispatchCache: fewer registrations than counted")
+        starts[keyCount] = next
     }
 
     deinit {
         for i in 0..<_registrationCount { registrations[i].release() }
-        registrations.deallocate()
-        starts.deallocate()
-        keyIDs.deallocate()
+        _block.deallocate()
     }
 
     /// The registrations of `keyID`, as a range into `registrations` (empty when none). Always

@@ -54,6 +54,20 @@ internal struct _RegistrationGroup {
         return result
     }
 
+    /// Calls `body` with each live member, in registration order, unretained: no allocation and
+    /// no reference counting (the caller holds the shard's lock, so every member stays alive).
+    func forEachLive(_ body: (Unmanaged<_AnyRegistration>) -> Void) {
+        members.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            // An `_AnyRegistration?` is one word: the reference, or 0 for nil. Read as bits so
+            // that iterating retains nothing.
+            let words = UnsafeRawPointer(base).assumingMemoryBound(to: UInt.self)
+            for i in 0..<buffer.count where words[i] != 0 {
+                body(Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: words[i]).unsafelyUnwrapped))
+            }
+        }
+    }
+
     /// Appends `registration` to the group.
     mutating func append(_ registration: _AnyRegistration) {
         registration._groupIndex = members.count

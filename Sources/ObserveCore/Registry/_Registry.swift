@@ -72,9 +72,10 @@ internal final class _Registry: @unchecked Sendable {
         shard(for: object)._withUnsafeGuaranteedRef { shard in
             shard.lock.lock()
             let result = body(shard)
-            let garbage = shard.takeDeferredReleases()
+            let (first, others) = shard.takeDeferredReleases()
             shard.lock.unlock()
-            _ = consume garbage
+            _ = consume first
+            _ = consume others
             return result
         }
     }

@@ -18,7 +18,11 @@ internal final class _Shard: @unchecked Sendable {
     @exclusivity(unchecked) private var _groups: ContiguousArray<_RegistrationGroup> = []
     @exclusivity(unchecked) private var _freeSlots: [UInt32] = []
     @exclusivity(unchecked) private var _entryScratch: [_TableEntry] = []
-    /// References dropped under the lock, released by `_Registry` after it unlocks.
+    /// References dropped under the lock, released by `_Registry` after it unlocks: the first
+    /// in `_deferredFirst` (a removal usually drops one, the replaced dispatch cache, and an
+    /// array would be allocated and freed for it on every removal), the others in
+    /// `_deferredReleases`.
+    @exclusivity(unchecked) private var _deferredFirst: AnyObject?
     @exclusivity(unchecked) private var _deferredReleases: [AnyObject] = []
 
     init(backend: ObservationBackend) {
@@ -30,15 +34,17 @@ internal final class _Shard: @unchecked Sendable {
 
     /// Keeps `object` alive until the lock is released (see `_Registry._withShard`).
     func deferRelease(_ object: AnyObject) {
-        _deferredReleases.append(object)
+        if _deferredFirst == nil { _deferredFirst = object } else { _deferredReleases.append(object) }
     }
 
     /// What `deferRelease` collected, for the caller to drop once the lock is released.
     @inline(__always)
-    func takeDeferredReleases() -> [AnyObject] {
-        if _fastPath(_deferredReleases.isEmpty) { return [] }
+    func takeDeferredReleases() -> (AnyObject?, [AnyObject]) {
+        if _fastPath(_deferredFirst == nil) { return (nil, []) }
+        let first = _deferredFirst.take()
+        if _fastPath(_deferredReleases.isEmpty) { return (first, []) }
         defer { _deferredReleases = [] }
-        return _deferredReleases
+        return (first, _deferredReleases)
     }
 
     private func _allocateSlot() -> UInt32 {
@@ -121,10 +127,17 @@ internal final class _Shard: @unchecked Sendable {
         registrar._priorMask.store(prior, ordering: .releasing)
     }
 
-    /// Every registration of `object`, grouped by key, for its dispatch cache.
+    /// Every registration of `object`, grouped by key, for its dispatch cache: built straight
+    /// from the groups into the cache's one block (no array per group, no array of groups).
     func dispatchCache(object: UInt) -> _DispatchCache {
         _table.entries(of: object, into: &_entryScratch)
-        return _DispatchCache(groups: _entryScratch.map { ($0.key, _groups[Int($0.slot)].live) })
+        var registrationCount = 0
+        for entry in _entryScratch { registrationCount += _groups[Int(entry.slot)].liveCount }
+        return _DispatchCache(keyCount: _entryScratch.count, registrationCount: registrationCount) { key, add in
+            let entry = _entryScratch[key]
+            _groups[Int(entry.slot)].forEachLive(add)
+            return entry.key
+        }
     }
 
     /// The live registrations of `object` (of one key, or all), in registration order per key.
