@@ -534,6 +534,17 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         _hasValues = true
     }
 
+    /// Fills a new or recycled box (`clearForReuse`) with a structural change.
+    func fillStructural(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
+                        snapshot: _RingBuffer<Element>, oldCount: Int, newCount: Int) {
+        self.kind = kind
+        self.runs = runs
+        self.removed = removed
+        self.snapshot = snapshot
+        self.oldCount = oldCount
+        self.newCount = newCount
+    }
+
     /// Drops what the last change referred to (above all the snapshot: while held, the array's
     /// next mutation would copy its storage), keeping the runs' capacity, the key path (an
     /// interned key path, alive for the whole process anyway) and the value cell.
@@ -542,6 +553,7 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         // more than removing it.
         if runs.count == 1 { runs.removeLast() } else { runs.removeAll(keepingCapacity: true) }
         snapshot = nil
+        if case .none = removed {} else { removed = .none }   // removed elements must not outlive the change
         if _hasValues {
             _hasValues = false
             Unmanaged.passUnretained(_values.unsafelyUnwrapped)._withUnsafeGuaranteedRef {

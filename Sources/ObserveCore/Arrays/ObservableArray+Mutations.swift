@@ -152,11 +152,14 @@ extension ObservableArray {
     /// Records a finished mutation outside a batch: the pending notification, or nil when
     /// nobody observes. Lock held.
     internal func _pending(_ kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
-                           oldCount: Int) -> _PendingArrayNotification<Element>? {
+                           oldCount: Int) -> _PendingArrayNotification? {
         guard !runs.isEmpty, let (cache, range) = _observers() else { return nil }
-        let change = ArrayChange(kind: kind, runs: runs, removed: removed, snapshot: _storage,
-                                 oldCount: oldCount, newCount: _storage.count)
-        return _PendingArrayNotification(array: self, cache: cache, range: range, change: change)
+        let box = _takeChangeBox(structural: true)
+        Unmanaged.passUnretained(box)._withUnsafeGuaranteedRef {
+            unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).fillStructural(
+                kind: kind, runs: runs, removed: removed, snapshot: _storage, oldCount: oldCount, newCount: _storage.count)
+        }
+        return _PendingArrayNotification(cache: cache, range: range, box: box)
     }
 
     /// Batch bookkeeping for a removal of `values` at current `index`.
@@ -172,21 +175,24 @@ extension ObservableArray {
 
     /// Runs `body` under the lock with unique storage; delivers what it returns afterwards.
     @inline(__always)
-    internal func _mutate(_ body: () -> _PendingArrayNotification<Element>?) {
+    internal func _mutate(_ body: () -> _PendingArrayNotification?) {
         _joinTransaction()
         _lock.lock()
         _makeUnique()
         let pending = body()
         _lock.unlock()
-        _deliverUnlocked(pending)
+        _deliverUnlocked(consume pending)
     }
 
     /// Delivers what a mutation recorded, after the lock was dropped; when it recorded nothing,
     /// frees the dispatch caches that a read section left under the lock had to leave retired
     /// (`_leaveReadSectionUnderLock`; one load when there are none).
     @inline(__always)
-    internal func _deliverUnlocked(_ pending: _PendingArrayNotification<Element>?) {
-        if let pending { pending.deliver() } else { kvoRegistrar._drainRetiredIfIdle() }
+    internal func _deliverUnlocked(_ pending: consuming _PendingArrayNotification?) {
+        switch consume pending {
+        case .some(let pending): _deliver(pending)
+        case .none: kvoRegistrar._drainRetiredIfIdle()
+        }
     }
 
     /// For mutations decided by user code (predicates, comparators), which must not run under
@@ -194,7 +200,7 @@ extension ObservableArray {
     /// not change meanwhile (an intermediate mutation would have copied the shared storage, so
     /// identity tells), otherwise the whole thing is retried on a fresh snapshot.
     internal func _mutate<Decision>(deciding decide: (_RingBuffer<Element>) throws -> Decision,
-                                    apply: (Decision) -> _PendingArrayNotification<Element>?) rethrows {
+                                    apply: (Decision) -> _PendingArrayNotification?) rethrows {
         _joinTransaction()
         while true {
             var snapshot: _RingBuffer<Element>? = _snapshot()
@@ -205,7 +211,7 @@ extension ObservableArray {
                 _makeUnique()
                 let pending = apply(decision)
                 _lock.unlock()
-                _deliverUnlocked(pending)
+                _deliverUnlocked(consume pending)
                 return
             }
             _lock.unlock()
@@ -468,7 +474,7 @@ extension ObservableArray {
     }
 
     /// Removes the elements at ascending `indices`; lock held.
-    internal func _removeIndices(_ indices: [Int], kind: ArrayChange<Element>.Kind) -> _PendingArrayNotification<Element>? {
+    internal func _removeIndices(_ indices: [Int], kind: ArrayChange<Element>.Kind) -> _PendingArrayNotification? {
         let old = _storage.count
         var runs: [_ArrayRun] = []
         for index in indices {
@@ -663,7 +669,7 @@ extension ObservableArray {
         _makeUnique()
         let pending = _applyPermutation(permutation)
         _lock.unlock()
-        _deliverUnlocked(pending)
+        _deliverUnlocked(consume pending)
         return true
     }
 
@@ -720,7 +726,7 @@ extension ObservableArray {
 
     /// Applies new[i] = old[permutation[i]] and reports the elements that changed place.
     /// Lock held, storage unique.
-    internal func _applyPermutation(_ permutation: [Int]) -> _PendingArrayNotification<Element>? {
+    internal func _applyPermutation(_ permutation: [Int]) -> _PendingArrayNotification? {
         _require(permutation.count == _storage.count, "ObservableArray: permutation of the wrong size")
         guard permutation.indices.contains(where: { permutation[$0] != $0 }) else { return nil }
         _permute(permutation)
@@ -797,7 +803,7 @@ extension ObservableArray {
         batch.depth -= 1
         guard batch.depth == 0 else { _lock.unlock(); return }
         _batch = nil
-        var pending: _PendingArrayNotification<Element>?
+        var pending: _PendingArrayNotification?
         if kvoRegistrar._observedMask.load(ordering: .relaxed) != 0 {
             let runs = batch.composer.finish()
             var removed = ContiguousArray<Element>()
@@ -807,7 +813,7 @@ extension ObservableArray {
             pending = _pending(.batch, runs: runs, removed: .values(removed), oldCount: batch.oldCount)
         }
         _lock.unlock()
-        _deliverUnlocked(pending)
+        _deliverUnlocked(consume pending)
     }
 }
 

@@ -1,3 +1,4 @@
+internal import CObserveCore
 import Synchronization
 
 /// An array whose every mutation is reported to its observers, with the exact indices that
@@ -50,6 +51,9 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// A recycled element-change box (`Unmanaged` bits, 0 = none), owned by the array; see
     /// `_ArrayChangeBox` and `_elementDidChange`.
     internal let _spareChangeBox = Atomic<UInt>(0)
+    /// The same for structural changes (`_pending`, `_deliver`): kept apart, so that neither kind
+    /// of change finds the other's fields in a recycled box.
+    internal let _spareStructuralBox = Atomic<UInt>(0)
 
     /// An empty array whose observations live in the default backend's registry.
     public required convenience init() {
@@ -84,15 +88,25 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     deinit {
         _lock.withLock { _tracker?.deactivate(_storage) }
-        let spare = _spareChangeBox.exchange(0, ordering: .acquiring)
-        if spare != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release() }
+        for spare in [_spareChangeBox.exchange(0, ordering: .acquiring), _spareStructuralBox.exchange(0, ordering: .acquiring)]
+        where spare != 0 {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release()
+        }
     }
 
     // MARK: Storage helpers (caller holds the lock)
 
     @inline(__always)
     internal func _makeUnique() {
-        if isKnownUniquelyReferenced(&_storage) { _storage.writerFoundUnique() } else { _storage = _storage.copy() }
+        if _storageIsUnique { _storage.writerFoundUnique() } else { _storage = _storage.copy() }
+    }
+
+    /// `isKnownUniquelyReferenced(&_storage)` for the paths that run unspecialized: called with
+    /// `_RingBuffer<Element>`, the generic function looked up that type's metadata on every
+    /// observed mutation (`include/cobs_swift_runtime.h`). The inlinable fast paths are
+    /// specialized by their callers and use the plain call.
+    internal var _storageIsUnique: Bool {
+        swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(Unmanaged<AnyObject>.passUnretained(_storage).toOpaque()))
     }
 
     internal func _ensureCapacity(_ extra: Int) {

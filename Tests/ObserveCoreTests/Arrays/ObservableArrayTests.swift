@@ -69,6 +69,39 @@ struct ObservableArrayTests {
         #expect(describe(c[2]) == ["12 1->nil"])
     }
 
+    @Test("a change nobody kept lends its storage to the next, without keeping its removed elements; a kept one stays whole",
+          arguments: ObservationBackend.allCases)
+    func recycledChangeStorage(backend: ObservationBackend) {
+        final class Payload: Sendable {}
+        let array = ObservableArray([Payload(), Payload(), Payload()], backend: backend)
+        var kept: [ArrayChange<Payload>] = []
+        var heard = 0
+        let token = array.observe { _, change in
+            heard += 1
+            if heard == 3 { kept.append(change) }
+        }
+        weak var first: Payload?
+        weak var third: Payload?
+        do { first = array[0]; _ = array.remove(at: 0) }   // change 1: nobody keeps it
+        // (Optimised builds recycle the change storage — CI runs this suite in release too; a
+        // debug build's temporaries keep each change referenced a little longer.)
+        #expect(first == nil, "a delivered change's recycled storage still holds the element it removed")
+        do {
+            array.append(Payload())          // change 2: may reuse change 1's storage
+            third = array[1]
+            _ = array.remove(at: 1)          // change 3: kept
+            array.insert(Payload(), at: 0)   // change 4: must not reuse the kept one's
+        }
+        #expect(heard == 4)
+        #expect(third != nil, "the kept change keeps the element it removed")
+        #expect(kept.count == 1 && kept[0].kind == .remove && kept[0].oldCount == 3 && kept[0].newCount == 2)
+        #expect(kept[0].elements.map(\.oldIndex) == [1] && kept[0].elements.map(\.newIndex) == [nil])
+        #expect(kept[0].elements.first.map { $0.element === third } == true)
+        kept.removeAll()
+        #expect(third == nil)
+        token.cancel()
+    }
+
     @Test("replacing index 2 reports the removed element at old 2 and the inserted one at new 2", arguments: ObservationBackend.allCases)
     func replaceAtIndex(backend: ObservationBackend) {
         let array = ObservableArray([0, 1, 2, 3], backend: backend)

@@ -1,0 +1,30 @@
+/*
+** ObserveCore C core: one entry point of the Swift runtime, declared for the Swift layer.
+**
+** `isKnownUniquelyReferenced(&x)` is generic over x's type. In code that runs unspecialized (an
+** ObservableArray<Element> mutation path, compiled once for every Element), calling it with a
+** generic class type looks that type's metadata up in the runtime's cache on every call (about
+** 330 instructions, callgrind), only to end in this function, which needs nothing but the object.
+** Declared here, it is called with the object's address directly.
+**
+** Contract (the Swift runtime's, exported on every platform since Swift 5): `object` is a
+** non-null native Swift object the caller keeps alive; returns whether its strong reference count
+** is 1. Thread safety: as `isKnownUniquelyReferenced`: the answer is only meaningful to a caller
+** that owns the only reference it can see, and whose other references cannot appear meanwhile.
+*/
+#ifndef COBS_SWIFT_RUNTIME_H
+#define COBS_SWIFT_RUNTIME_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+bool swift_isUniquelyReferenced_nonNull_native(const void *_Nonnull object);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COBS_SWIFT_RUNTIME_H */
