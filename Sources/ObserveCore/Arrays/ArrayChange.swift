@@ -535,10 +535,10 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     }
 
     /// Fills a new or recycled box (`clearForReuse`) with a structural change.
-    func fillStructural(kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
+    /// The caller sets `runs` (kept empty, with its capacity, by `clearForReuse`).
+    func fillStructural(kind: ArrayChange<Element>.Kind, removed: _RemovedValues<Element>,
                         snapshot: _RingBuffer<Element>, oldCount: Int, newCount: Int) {
         self.kind = kind
-        self.runs = runs
         self.removed = removed
         self.snapshot = snapshot
         self.oldCount = oldCount

@@ -96,9 +96,10 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
                 return nil
             }
             guard _mustRecord else { return nil }
-            return _pending(.replace, runs: [_ArrayRun(.remove, start: position, length: 1),
-                                             _ArrayRun(.insert, start: position, length: 1)],
-                            removed: .values([old]), oldCount: _storage.count)
+            return _pending(.replace, removed: .values([old]), oldCount: _storage.count) { runs in
+                runs.append(_ArrayRun(.remove, start: position, length: 1))
+                runs.append(_ArrayRun(.insert, start: position, length: 1))
+            }
         }
     }
 

@@ -153,11 +153,27 @@ extension ObservableArray {
     /// nobody observes. Lock held.
     internal func _pending(_ kind: ArrayChange<Element>.Kind, runs: [_ArrayRun], removed: _RemovedValues<Element>,
                            oldCount: Int) -> _PendingArrayNotification? {
-        guard !runs.isEmpty, let (cache, range) = _observers() else { return nil }
+        guard !runs.isEmpty else { return nil }
+        return _pending(kind, removed: removed, oldCount: oldCount) { $0 = runs }
+    }
+
+    /// `_pending` of a change of one run: written into the recycled change's own run list, so
+    /// that an observed single-element mutation allocates no array for it.
+    internal func _pending(_ kind: ArrayChange<Element>.Kind, run: _ArrayRun, removed: _RemovedValues<Element>,
+                           oldCount: Int) -> _PendingArrayNotification? {
+        _pending(kind, removed: removed, oldCount: oldCount) { $0.append(run) }
+    }
+
+    /// `_pending` whose runs `setRuns` writes into the recycled change's run list (which it finds
+    /// empty), so that a change of a few runs allocates no array for them.
+    internal func _pending(_ kind: ArrayChange<Element>.Kind, removed: _RemovedValues<Element>, oldCount: Int,
+                           runs setRuns: (inout [_ArrayRun]) -> Void) -> _PendingArrayNotification? {
+        guard let (cache, range) = _observers() else { return nil }
         let box = _takeChangeBox(structural: true)
         Unmanaged.passUnretained(box)._withUnsafeGuaranteedRef {
-            unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).fillStructural(
-                kind: kind, runs: runs, removed: removed, snapshot: _storage, oldCount: oldCount, newCount: _storage.count)
+            let box = unsafeDowncast($0, to: _ArrayChangeBox<Element>.self)
+            box.fillStructural(kind: kind, removed: removed, snapshot: _storage, oldCount: oldCount, newCount: _storage.count)
+            setRuns(&box.runs)
         }
         return _PendingArrayNotification(cache: cache, range: range, box: box)
     }
@@ -246,7 +262,7 @@ extension ObservableArray {
             _insertElement(element, at: old)
             if let batch = _batch { batch.composer.insert(at: old, count: 1); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.append, runs: [_ArrayRun(.insert, start: old, length: 1)], removed: .none, oldCount: old)
+            return _pending(.append, run: _ArrayRun(.insert, start: old, length: 1), removed: .none, oldCount: old)
         }
     }
 
@@ -259,7 +275,7 @@ extension ObservableArray {
             _insertElements(new, at: old)
             if let batch = _batch { batch.composer.insert(at: old, count: new.count); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.append, runs: [_ArrayRun(.insert, start: old, length: new.count)], removed: .none, oldCount: old)
+            return _pending(.append, run: _ArrayRun(.insert, start: old, length: new.count), removed: .none, oldCount: old)
         }
     }
 
@@ -289,7 +305,7 @@ extension ObservableArray {
             _insertElement(element, at: index)
             if let batch = _batch { batch.composer.insert(at: index, count: 1); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.insert, runs: [_ArrayRun(.insert, start: index, length: 1)], removed: .none, oldCount: old)
+            return _pending(.insert, run: _ArrayRun(.insert, start: index, length: 1), removed: .none, oldCount: old)
         }
     }
 
@@ -303,7 +319,7 @@ extension ObservableArray {
             _insertElements(new, at: index)
             if let batch = _batch { batch.composer.insert(at: index, count: new.count); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.insert, runs: [_ArrayRun(.insert, start: index, length: new.count)], removed: .none, oldCount: old)
+            return _pending(.insert, run: _ArrayRun(.insert, start: index, length: new.count), removed: .none, oldCount: old)
         }
     }
 
@@ -336,7 +352,7 @@ extension ObservableArray {
             result = removed[0]
             if _batch != nil { _batchRemoved(at: index, removed); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.remove, runs: [_ArrayRun(.remove, start: index, length: 1)], removed: .values(removed), oldCount: old)
+            return _pending(.remove, run: _ArrayRun(.remove, start: index, length: 1), removed: .values(removed), oldCount: old)
         }
         return result!
     }
@@ -379,7 +395,7 @@ extension ObservableArray {
             result = removed[0]
             if _batch != nil { _batchRemoved(at: old - 1, removed); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.removeLast, runs: [_ArrayRun(.remove, start: old - 1, length: 1)], removed: .values(removed), oldCount: old)
+            return _pending(.removeLast, run: _ArrayRun(.remove, start: old - 1, length: 1), removed: .values(removed), oldCount: old)
         }
         return result
     }
@@ -393,7 +409,7 @@ extension ObservableArray {
             let removed = _removeElements((old - k)..<old, capture: _mustRecord)
             if _batch != nil { _batchRemoved(at: old - k, removed); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.removeLast, runs: [_ArrayRun(.remove, start: old - k, length: k)], removed: .values(removed), oldCount: old)
+            return _pending(.removeLast, run: _ArrayRun(.remove, start: old - k, length: k), removed: .values(removed), oldCount: old)
         }
     }
 
@@ -411,7 +427,7 @@ extension ObservableArray {
             result = removed[0]
             if _batch != nil { _batchRemoved(at: 0, removed); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: 1)], removed: .values(removed), oldCount: old)
+            return _pending(.remove, run: _ArrayRun(.remove, start: 0, length: 1), removed: .values(removed), oldCount: old)
         }
         return result!
     }
@@ -432,7 +448,7 @@ extension ObservableArray {
             let removed = _removeElements(0..<k, capture: _mustRecord)
             if _batch != nil { _batchRemoved(at: 0, removed); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: k)], removed: .values(removed), oldCount: old)
+            return _pending(.remove, run: _ArrayRun(.remove, start: 0, length: k), removed: .values(removed), oldCount: old)
         }
     }
 
@@ -457,7 +473,7 @@ extension ObservableArray {
                 return nil
             }
             guard _mustRecord else { return nil }
-            return _pending(.remove, runs: [_ArrayRun(.remove, start: 0, length: old)], removed: .storage(oldStorage), oldCount: old)
+            return _pending(.remove, run: _ArrayRun(.remove, start: 0, length: old), removed: .storage(oldStorage), oldCount: old)
         }
     }
 
@@ -588,7 +604,7 @@ extension ObservableArray {
             _moveElement(from: from, to: to)
             if let batch = _batch { batch.composer.move(from: from, to: to); return nil }
             guard _mustRecord else { return nil }
-            return _pending(.move, runs: [_ArrayRun(.move, start: from, length: 1, to: to)], removed: .none,
+            return _pending(.move, run: _ArrayRun(.move, start: from, length: 1, to: to), removed: .none,
                             oldCount: count)
         }
     }
