@@ -47,6 +47,10 @@ internal final class _BatchState<Element> {
     /// The elements of the original indices the remove runs of `runs` name, in run order.
     func removedValues(in runs: [_ArrayRun]) -> ContiguousArray<Element> {
         let total = runs.reduce(0) { $1.op == .remove ? $0 + $1.length : $0 }
+        // Not through the initializer below when empty: with capacity 0 it stores the count into
+        // the stdlib's shared empty-array singleton, a write ThreadSanitizer reports as a race
+        // between two threads ending empty batches.
+        if total == 0 { return [] }
         return ContiguousArray(unsafeUninitializedCapacity: total) { buffer, initialized in
             for run in runs where run.op == .remove {
                 for index in run.start..<(run.start + run.length) {

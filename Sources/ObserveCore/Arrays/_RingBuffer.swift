@@ -200,7 +200,10 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
 
     /// The elements in logical order.
     func elements() -> ContiguousArray<Element> {
-        ContiguousArray(unsafeUninitializedCapacity: count) { buffer, initialized in
+        // Empty: not through the initializer, which stores the count into the stdlib's shared
+        // empty-array singleton at capacity 0 (a race between threads, for ThreadSanitizer).
+        if count == 0 { return [] }
+        return ContiguousArray(unsafeUninitializedCapacity: count) { buffer, initialized in
             _forEachRun { start, length, index in
                 (buffer.baseAddress! + index).initialize(from: base + start, count: length)
             }
