@@ -5,7 +5,8 @@
 ** ObservableArray<Element> mutation path, compiled once for every Element), calling it with a
 ** generic class type looks that type's metadata up in the runtime's cache on every call (about
 ** 330 instructions, callgrind), only to end in this function, which needs nothing but the object.
-** Declared here, it is called with the object's address directly.
+** Declared here, it is called with the object's address directly. Not part of the C core's API:
+** the umbrella header `cobserve.h` leaves it out (Swift sees every header of this directory).
 **
 ** Contract (the Swift runtime's, exported on every platform since Swift 5): `object` is a
 ** non-null native Swift object the caller keeps alive; returns whether its strong reference count

@@ -15,6 +15,5 @@
 #include "cobs_wire.h"
 #include "cobs_sanitizer.h"
 #include "cobs_read_sections.h"
-#include "cobs_swift_runtime.h"
 
 #endif /* COBS_COBSERVE_H */

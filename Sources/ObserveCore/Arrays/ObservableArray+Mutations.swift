@@ -9,39 +9,27 @@ internal final class _BatchState<Element> {
     let oldCount: Int
     var depth = 1
     /// Removed original elements (elements inserted in the batch are not kept): the one that was
-    /// at original index `i` is `_removedValues[_removedSlot[i]!]`. An index map and a plain
-    /// buffer rather than a `[Int: Element]`: this code runs unspecialized, and every dictionary
-    /// or array operation on `Element` looked up generic metadata (a third of a 100-edit batch's
-    /// instructions, callgrind); `[Int: Int]` is concrete, and the buffer needs only `Element`'s.
+    /// at original index `i` is `_removedValues[_removedSlot[i]!]`. An index map and the array's
+    /// own storage type rather than a `[Int: Element]`: this code runs unspecialized, and every
+    /// dictionary or array operation on `Element` looked up generic metadata (a third of a
+    /// 100-edit batch's instructions, callgrind); `[Int: Int]` is concrete, and appending to a
+    /// `_RingBuffer` needs only `Element`'s metadata.
     // Used only under the array's lock: dynamic exclusivity checks would only cost time.
     @exclusivity(unchecked) private var _removedSlot: [Int: Int] = [:]
-    @exclusivity(unchecked) private var _removedValues = UnsafeMutablePointer<Element>.allocate(capacity: 1)
-    @exclusivity(unchecked) private var _removedCount = 0
-    @exclusivity(unchecked) private var _removedCapacity = 1
+    private let _removedValues = _RingBuffer<Element>()
 
     init(composer: any _BatchComposing, oldCount: Int) {
         self.composer = composer
         self.oldCount = oldCount
     }
 
-    deinit {
-        _removedValues.deinitialize(count: _removedCount)
-        _removedValues.deallocate()
-    }
-
     /// Keeps `value`, the element that was at original index `origin`.
     func keepRemoved(_ value: Element, origin: Int) {
-        if _removedCount == _removedCapacity {
-            let capacity = _removedCapacity * 2
-            let values = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
-            values.moveInitialize(from: _removedValues, count: _removedCount)
-            _removedValues.deallocate()
-            _removedValues = values
-            _removedCapacity = capacity
-        }
-        (_removedValues + _removedCount).initialize(to: value)
-        _removedSlot[origin] = _removedCount
-        _removedCount += 1
+        let values = _removedValues
+        if values.count == values.capacity { values.grow(to: values.count + 1) }
+        (values.base + values.slot(values.count)).initialize(to: value)
+        _removedSlot[origin] = values.count
+        values.count += 1
     }
 
     /// The elements of the original indices the remove runs of `runs` name, in run order.

@@ -381,9 +381,10 @@ extension ObservableArray {
         }
     }
 
-    /// The recycled element-change box (or structural-change box), or a new one. The box travels as `AnyObject` (and is
-    /// used through `unsafeDowncast`): `Unmanaged` and `isKnownUniquelyReferenced` of the generic
-    /// box type looked up its generic metadata on every change.
+    /// The recycled element-change box (or structural-change box), or a new one. The box travels
+    /// as `AnyObject` (and is used through `unsafeDowncast`): `Unmanaged` and
+    /// `isKnownUniquelyReferenced` of the generic box type looked up its generic metadata on
+    /// every change.
     internal func _takeChangeBox(structural: Bool = false) -> AnyObject {
         let bits = structural ? _spareStructuralBox.exchange(0, ordering: .acquiring)
                               : _spareChangeBox.exchange(0, ordering: .acquiring)

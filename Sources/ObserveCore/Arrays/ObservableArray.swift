@@ -88,10 +88,11 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     deinit {
         _lock.withLock { _tracker?.deactivate(_storage) }
-        for spare in [_spareChangeBox.exchange(0, ordering: .acquiring), _spareStructuralBox.exchange(0, ordering: .acquiring)]
-        where spare != 0 {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release()
+        func release(_ spare: UInt) {
+            if spare != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release() }
         }
+        release(_spareChangeBox.exchange(0, ordering: .acquiring))
+        release(_spareStructuralBox.exchange(0, ordering: .acquiring))
     }
 
     // MARK: Storage helpers (caller holds the lock)
