@@ -77,10 +77,10 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
                                             startTracking: startTracking, handler: handler)
         observation._lock.withLock {
             observation._ownerRegistration = owner._register(
-                keyPath, observer: nil, context: .none, options: [.old, .new], delivery: .inline,
+                keyPath, options: [.old, .new], delivery: .inline,
                 tokenHandler: { [weak observation] owner, change in
                     observation?._ownerPropertyChanged(owner, from: change.oldValue!, to: change.newValue!)
-                }, observerHandler: nil)
+                })
             observation._attach(to: owner[keyPath: keyPath], owner: owner)
         }
         if options.contains(.initial) {

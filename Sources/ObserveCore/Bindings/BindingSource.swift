@@ -78,7 +78,7 @@ extension KeyValueObservable {
             attach: { [weak self] observer, context, sink in
                 guard let self else { return nil }
                 return self._register(keyPath, observer: observer, context: context, options: [.new], delivery: .inline,
-                                      tokenHandler: nil, observerHandler: { observer, _, change in
+                                      observerHandler: { observer, _, change in
                                           sink(observer, change.newValue!)
                                       })
             },

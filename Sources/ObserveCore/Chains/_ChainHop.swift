@@ -101,7 +101,7 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         let typed = unsafeDowncast(object, to: Object.self)
         return typed._register(typedKeyPath, observer: observer, context: context,
                                options: prior ? [.old, .prior] : [.old], delivery: .inline,
-                               tokenHandler: nil, observerHandler: { observer, object, change in
+                               observerHandler: { observer, object, change in
                                    if change.isPrior {
                                        handler(observer, object, nil, true)
                                    } else {
@@ -128,7 +128,7 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         let options: ObservationOptions = prior ? [.old, .new, .prior] : [.old, .new]
         if Value.self == ChainValue.self {
             return typed._register(typedKeyPath, observer: observer, context: context, options: options, delivery: .inline,
-                                   tokenHandler: nil, observerHandler: { observer, object, change in
+                                   observerHandler: { observer, object, change in
                                        let oldValue = _identityCast(change.oldValue.unsafelyUnwrapped, to: ChainValue.self)
                                        handler(observer, object, oldValue,
                                                change.isPrior ? oldValue : _identityCast(change.newValue.unsafelyUnwrapped,
@@ -138,7 +138,7 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         }
         let lift = _lift(ChainValue.self)
         return typed._register(typedKeyPath, observer: observer, context: context, options: options, delivery: .inline,
-                               tokenHandler: nil, observerHandler: { observer, object, change in
+                               observerHandler: { observer, object, change in
                                    let oldValue = lift(change.oldValue.unsafelyUnwrapped)
                                    handler(observer, object, oldValue,
                                            change.isPrior ? oldValue : lift(change.newValue.unsafelyUnwrapped), change.isPrior)

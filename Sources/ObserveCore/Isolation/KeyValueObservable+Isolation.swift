@@ -84,8 +84,8 @@ extension KeyValueObservable {
     ) -> ObservationToken {
         let mailbox = _ActorMailbox<A, Change>(actor: actor, handler: handler)
         let registration = ObservationToken(_register(
-            keyPath, observer: nil, context: .none, options: options, delivery: .inline,
-            tokenHandler: { _, change in mailbox.post(transform(change)) }, observerHandler: nil))
+            keyPath, options: options, delivery: .inline,
+            tokenHandler: { _, change in mailbox.post(transform(change)) }))
         return mailbox.token(closing: registration)
     }
 }

@@ -34,9 +34,8 @@ extension KeyValueObservable {
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ObservedChange<Wrapped>) -> Void
     ) -> ObservationToken {
-        ObservationToken(_register(keyPath, observer: nil, context: .none, options: options, delivery: delivery,
-                                   tokenHandler: { object, change in handler(object, ObservedChange(flattening: change)) },
-                                   observerHandler: nil))
+        ObservationToken(_register(keyPath, options: options, delivery: delivery,
+                                   tokenHandler: { object, change in handler(object, ObservedChange(flattening: change)) }))
     }
 
     /// Registers `observer` for an optional property; the change's values are `Wrapped?`.
@@ -54,7 +53,7 @@ extension KeyValueObservable {
         _ handler: @escaping (Observer, Self, ObservedChange<Wrapped>) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: { observer, object, change in
+                      observerHandler: { observer, object, change in
                           handler(unsafeDowncast(observer, to: Observer.self), object, ObservedChange(flattening: change))
                       })
     }
@@ -77,7 +76,7 @@ extension KeyValueObservable {
         _ handler: @escaping (Observer, Self, ObservedChange<Wrapped>, ObservationContext) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: { observer, object, change in
+                      observerHandler: { observer, object, change in
                           handler(unsafeDowncast(observer, to: Observer.self), object, ObservedChange(flattening: change),
                                   context)
                       })
@@ -100,7 +99,7 @@ extension KeyValueObservable {
         _ handler: @escaping (AnyObject, Self, ObservedChange<Wrapped>) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: { observer, object, change in
+                      observerHandler: { observer, object, change in
                           handler(observer, object, ObservedChange(flattening: change))
                       })
     }

@@ -78,8 +78,8 @@ extension KeyValueObservable {
         delivery: ObservationDelivery = .inline,
         _ handler: @escaping (Self, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        ObservationToken(_register(keyPath, observer: nil, context: .none, options: options, delivery: delivery,
-                                   tokenHandler: handler, observerHandler: nil))
+        ObservationToken(_register(keyPath, options: options, delivery: delivery,
+                                   tokenHandler: handler))
     }
 
     /// Observes several properties of one type with one handler, which is told which changed.
@@ -97,9 +97,8 @@ extension KeyValueObservable {
     ) -> ObservationToken {
         var registrations: [_AnyRegistration] = []
         for keyPath in keyPaths {
-            if let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: delivery,
-                                            tokenHandler: { object, change in handler(object, keyPath, change) },
-                                            observerHandler: nil) {
+            if let registration = _register(keyPath, options: options, delivery: delivery,
+                                            tokenHandler: { object, change in handler(object, keyPath, change) }) {
                 registrations.append(registration)
             }
         }
@@ -162,7 +161,7 @@ extension KeyValueObservable {
         _ handler: @escaping (Observer, Self, ObservedChange<Value>) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: { observer, object, change in
+                      observerHandler: { observer, object, change in
                           handler(unsafeDowncast(observer, to: Observer.self), object, change)
                       })
     }
@@ -178,7 +177,7 @@ extension KeyValueObservable {
     ) {
         for keyPath in keyPaths {
             _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                          tokenHandler: nil, observerHandler: { observer, object, change in
+                          observerHandler: { observer, object, change in
                               handler(unsafeDowncast(observer, to: Observer.self), object, keyPath, change)
                           })
         }
@@ -226,7 +225,7 @@ extension KeyValueObservable {
         _ handler: @escaping (Observer, Self, ObservedChange<Value>, ObservationContext) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: { observer, object, change in
+                      observerHandler: { observer, object, change in
                           handler(unsafeDowncast(observer, to: Observer.self), object, change, context)
                       })
     }
@@ -256,7 +255,7 @@ extension KeyValueObservable {
         _ handler: @escaping (AnyObject, Self, ObservedChange<Value>) -> Void
     ) {
         _ = _register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                      tokenHandler: nil, observerHandler: handler)
+                      observerHandler: handler)
     }
 }
 
@@ -357,32 +356,49 @@ extension KeyValueObservable {
 // MARK: - Registration core
 
 extension KeyValueObservable {
-    /// Adds one registration; nil when it duplicates an observer's existing one. Inlinable so
-    /// that the registration's generic type is specialised (and its metadata cached) at the
-    /// caller; everything non-generic happens in `KeyValueRegistrar._add`.
+    /// Adds a token registration (`observe`). Inlinable so that the registration's generic type
+    /// is specialised (and its metadata cached) at the caller; everything non-generic happens in
+    /// `KeyValueRegistrar._add`.
+    ///
+    /// The handler parameters are not optional on purpose: an optional closure is stored at the
+    /// most general abstraction, and unwrapping it for the registration's field added a second
+    /// reabstraction thunk to every delivery (callgrind: about 25 instructions per handler).
     @inlinable
     internal func _register<Value>(
         _ keyPath: KeyPath<Self, Value>,
-        observer: AnyObject?,
+        options: ObservationOptions,
+        delivery: ObservationDelivery,
+        tokenHandler: @escaping (Self, ObservedChange<Value>) -> Void
+    ) -> _AnyRegistration? {
+        _addRegistration(_TokenRegistration<Self, Value>(
+                registrar: kvoRegistrar, object: self, keyPath: keyPath, options: options, delivery: delivery,
+                handler: tokenHandler),
+                         keyPath, observer: nil, options: options)
+    }
+
+    /// Adds an observer-tagged registration (`addObserver`); nil when it duplicates the
+    /// observer's existing one (same key path and context). See the token form.
+    @inlinable
+    internal func _register<Value>(
+        _ keyPath: KeyPath<Self, Value>,
+        observer: AnyObject,
         context: ObservationContext,
         options: ObservationOptions,
         delivery: ObservationDelivery,
-        tokenHandler: ((Self, ObservedChange<Value>) -> Void)?,
-        observerHandler: ((AnyObject, Self, ObservedChange<Value>) -> Void)?
+        observerHandler: @escaping (AnyObject, Self, ObservedChange<Value>) -> Void
     ) -> _AnyRegistration? {
+        _addRegistration(_ObserverRegistration<Self, Value>(
+                registrar: kvoRegistrar, object: self, keyPath: keyPath, context: context, observer: observer,
+                options: options, delivery: delivery, handler: observerHandler),
+                         keyPath, observer: observer, options: options)
+    }
+
+    /// What both forms of `_register` do once the registration exists.
+    @inlinable
+    internal func _addRegistration<Value>(_ registration: _PropertyRegistration<Self, Value>, _ keyPath: KeyPath<Self, Value>,
+                                          observer: AnyObject?, options: ObservationOptions) -> _AnyRegistration? {
         if options.contains(.skipEqualValues) { _requireEquatable(Value.self, keyPath) }
-        let registrar = kvoRegistrar
-        let registration: _PropertyRegistration<Self, Value>
-        if let observer, let observerHandler {
-            registration = _ObserverRegistration<Self, Value>(
-                registrar: registrar, object: self, keyPath: keyPath, context: context, observer: observer,
-                options: options, delivery: delivery, handler: observerHandler)
-        } else {
-            registration = _TokenRegistration<Self, Value>(
-                registrar: registrar, object: self, keyPath: keyPath, options: options, delivery: delivery,
-                handler: tokenHandler.unsafelyUnwrapped)
-        }
-        guard registrar._add(registration, observer: observer) else { return nil }
+        guard kvoRegistrar._add(registration, observer: observer) else { return nil }
         _derivedKeyDidAdd(self, keyPath, registration)   // chains and dependent keys (Registry/_RegistryHooks.swift)
         if options.contains(.initial) {
             registration._deliver(self, ObservedChange(
@@ -429,12 +445,11 @@ extension KeyPath: _ErasedKeyPath {
         }
         if let observer {
             return object._register(keyPath, observer: observer, context: context, options: options, delivery: delivery,
-                                    tokenHandler: nil, observerHandler: { observer, object, change in
+                                    observerHandler: { observer, object, change in
                                         handler(object, observer, keyPath, erase(change))
                                     })
         }
-        return object._register(keyPath, observer: nil, context: context, options: options, delivery: delivery,
-                                tokenHandler: { object, change in handler(object, nil, keyPath, erase(change)) },
-                                observerHandler: nil)
+        return object._register(keyPath, options: options, delivery: delivery,
+                                tokenHandler: { object, change in handler(object, nil, keyPath, erase(change)) })
     }
 }

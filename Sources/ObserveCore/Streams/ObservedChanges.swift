@@ -193,9 +193,8 @@ extension KeyValueObservable {
                            isInitial: pending.isInitial)
         }
         let sentinel = _StreamSentinel(stream)
-        let registration = _register(keyPath, observer: nil, context: .none, options: options, delivery: .inline,
-                                     tokenHandler: { _, change in sentinel.stream.produce(transform(change)) },
-                                     observerHandler: nil)
+        let registration = _register(keyPath, options: options, delivery: .inline,
+                                     tokenHandler: { _, change in sentinel.stream.produce(transform(change)) })
         stream.attach(registration)
         return ObservedChanges(_lifetime: _StreamLifetime(stream))
     }
