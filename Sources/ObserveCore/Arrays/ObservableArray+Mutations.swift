@@ -55,6 +55,10 @@ internal final class _BatchState<Element> {
 
 extension ObservableArray {
     // MARK: Ring primitives (lock held, storage unique)
+    //
+    // Each holds the ring `unowned(unsafe)`: `_storage` keeps it alive while the lock is held and
+    // nothing here replaces it (growth and permutation work in place), and a strong local cost a
+    // retain/release pair (two atomic operations) per primitive call (callgrind).
 
     /// Up to this many elements moved by one insertion or removal, the position index is
     /// updated entry by entry (one hash probe each); beyond it the move is recorded as one block
@@ -69,22 +73,38 @@ extension ObservableArray {
     /// bulk, keeping the element tracker's index right (entry by entry, or as one block move).
     private func _shift(from: Int, to: Int, count: Int) {
         guard count > 0 else { return }
-        let ring = _storage
-        if let tracker = _tracker, tracker.isIndexed, count <= Self._perElementIndexLimit {
-            // Few elements: move them one by one (toward lower indices front first, otherwise
-            // back first, so none is overwritten) and tell the index each new slot.
-            let step = to < from ? 1 : -1
-            var i = to < from ? 0 : count - 1
-            for _ in 0..<count {
-                let source = ring.slot(from + i), destination = ring.slot(to + i)
-                ring.moveSlot(from: source, to: destination)
-                tracker.move(ring.base[destination], from: source, to: destination, ring: ring)
-                i += step
+        if count <= Self._perElementIndexLimit {
+            var moved = false
+            _withTracker { tracker, ring in
+                guard tracker.isIndexed else { return }
+                // Few elements: move them one by one (toward lower indices front first, otherwise
+                // back first, so none is overwritten) and tell the index each new slot.
+                let step = to < from ? 1 : -1
+                var i = to < from ? 0 : count - 1
+                for _ in 0..<count {
+                    let source = ring.slot(from + i), destination = ring.slot(to + i)
+                    ring.moveSlot(from: source, to: destination)
+                    tracker.move(from: source, to: destination, ring: ring)
+                    i += step
+                }
+                moved = true
             }
-        } else {
-            let firstSlot = ring.slot(from)
-            ring.moveLogical(from: from, to: to, count: count)
-            _tracker?.shifted(firstSlot: firstSlot, count: count, delta: to - from, ring: ring)
+            if moved { return }
+        }
+        unowned(unsafe) let ring = _storage
+        let firstSlot = ring.slot(from)
+        ring.moveLogical(from: from, to: to, count: count)
+        _withTracker { $0.shifted(firstSlot: firstSlot, count: count, delta: to - from, ring: $1) }
+    }
+
+    /// Calls `body` with the element tracker, if there is one, and the ring, both borrowed
+    /// (lock held: `_tracker` and `_storage` keep them alive). A plain `_tracker?.enter(…, ring:)`
+    /// retained and released both around the call: four atomic operations per tracked mutation.
+    @inline(__always)
+    private func _withTracker(_ body: (_AnyElementTracker<Element>, _RingBuffer<Element>) -> Void) {
+        guard _tracker != nil else { return }
+        Unmanaged.passUnretained(_tracker.unsafelyUnwrapped)._withUnsafeGuaranteedRef { tracker in
+            Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in body(tracker, ring) }
         }
     }
 
@@ -92,16 +112,19 @@ extension ObservableArray {
     /// moving the shorter side.
     private func _openGap(at index: Int, count k: Int) {
         _ensureCapacity(k)
-        _storage.openGap(at: index, count: k) { _shift(from: $0, to: $1, count: $2) }
+        Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
+            $0.openGap(at: index, count: k) { _shift(from: $0, to: $1, count: $2) }
+        }
     }
 
     /// Inserts one element at logical `index` (what `_insertElements` does, without a generic
     /// collection: its metadata was looked up on every call).
     internal func _insertElement(_ element: Element, at index: Int) {
         _openGap(at: index, count: 1)
-        let ring = _storage, slot = ring.slot(index)
+        unowned(unsafe) let ring = _storage
+        let slot = ring.slot(index)
         (ring.base + slot).initialize(to: element)
-        _tracker?.enter(element, slot: slot, ring: ring)
+        _withTracker { $0.enter(slot: slot, ring: $1) }
     }
 
     /// Inserts `elements` at logical `index`, moving the shorter side.
@@ -109,7 +132,7 @@ extension ObservableArray {
         let k = elements.count
         guard k > 0 else { return }
         _openGap(at: index, count: k)
-        let ring = _storage
+        unowned(unsafe) let ring = _storage
         let copied: Void? = elements.withContiguousStorageIfAvailable { source in
             // At most two bulk copies: up to the end of the allocation, then from its start.
             let first = Swift.min(k, ring.capacity - ring.slot(index))
@@ -123,33 +146,36 @@ extension ObservableArray {
                 i += 1
             }
         }
-        _tracker?.enter(indices: index..<(index + k), ring: ring)
+        _withTracker { $0.enter(indices: index..<(index + k), ring: $1) }
     }
 
     /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.
     @discardableResult
     internal func _removeElements(_ range: Range<Int>, capture: Bool) -> ContiguousArray<Element> {
-        let ring = _storage, k = range.count
+        unowned(unsafe) let ring = _storage
+        let k = range.count
         var removed = ContiguousArray<Element>()
         guard k > 0 else { return removed }
-        _tracker?.leave(indices: range, ring: ring)
+        _withTracker { $0.leave(indices: range, ring: $1) }
         if capture { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)
             if capture { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
         }
-        ring.closeGap(range) { _shift(from: $0, to: $1, count: $2) }
+        Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
+            $0.closeGap(range) { _shift(from: $0, to: $1, count: $2) }
+        }
         return removed
     }
 
     /// Moves the element at logical `from` to logical `to`, shifting the elements between by one
     /// place toward `from`; the element tracker's index follows every element that moved.
     internal func _moveElement(from: Int, to: Int) {
-        let ring = _storage
+        unowned(unsafe) let ring = _storage
         let fromSlot = ring.slot(from)
         // Its index entry goes first: while the others shift, two entries could otherwise name
         // the same slot, and the index finds an entry to move by element and slot.
-        _tracker?.lift(ring.base[fromSlot], slot: fromSlot, ring: ring)
+        _withTracker { $0.lift(slot: fromSlot, ring: $1) }
         let element = (ring.base + fromSlot).move()
         if to > from {
             _shift(from: from + 1, to: from, count: to - from)
@@ -158,16 +184,17 @@ extension ObservableArray {
         }
         let toSlot = ring.slot(to)
         (ring.base + toSlot).initialize(to: element)
-        _tracker?.place(ring.base[toSlot], slot: toSlot, ring: ring)
+        _withTracker { $0.place(slot: toSlot, ring: $1) }
     }
 
     /// Replaces the element at `index`; returns the old one.
     internal func _replaceElement(at index: Int, with element: Element) -> Element {
-        let ring = _storage, slot = ring.slot(index)
-        _tracker?.leave(ring.base[slot], slot: slot, ring: ring)
+        unowned(unsafe) let ring = _storage
+        let slot = ring.slot(index)
+        _withTracker { $0.leave(slot: slot, ring: $1) }
         let old = (ring.base + slot).move()
         (ring.base + slot).initialize(to: element)
-        _tracker?.enter(element, slot: slot, ring: ring)
+        _withTracker { $0.enter(slot: slot, ring: $1) }
         return old
     }
 
@@ -604,14 +631,13 @@ extension ObservableArray {
             _checkIndex(i, "swapAt")
             _checkIndex(j, "swapAt")
             guard i != j else { return nil }
-            let ring = _storage, si = ring.slot(i), sj = ring.slot(j)
+            unowned(unsafe) let ring = _storage
+            let si = ring.slot(i), sj = ring.slot(j)
             // Both entries go, then come back: moving one entry onto the other's slot first
             // would leave two entries naming one slot, and the index finds entries by slot.
-            _tracker?.lift(ring.base[si], slot: si, ring: ring)
-            _tracker?.lift(ring.base[sj], slot: sj, ring: ring)
+            _withTracker { $0.lift(slot: si, ring: $1); $0.lift(slot: sj, ring: $1) }
             swap(&ring.base[si], &ring.base[sj])
-            _tracker?.place(ring.base[si], slot: si, ring: ring)
-            _tracker?.place(ring.base[sj], slot: sj, ring: ring)
+            _withTracker { $0.place(slot: si, ring: $1); $0.place(slot: sj, ring: $1) }
             if let batch = _batch {
                 let (low, high) = (Swift.min(i, j), Swift.max(i, j))
                 batch.composer.move(from: high, to: low)

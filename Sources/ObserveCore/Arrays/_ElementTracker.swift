@@ -11,20 +11,20 @@ internal struct _ElementKey {
 @usableFromInline
 internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Sendable {
     /// The element entered the ring at `slot` (ring already holds it there).
-    func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    func enter(slot: Int, ring: _RingBuffer<Element>) {}
     /// The element at `slot` is leaving (ring still holds it there).
-    func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    func leave(slot: Int, ring: _RingBuffer<Element>) {}
     /// The elements at logical `indices` entered the ring (it already holds them there).
     func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {}
     /// The elements at logical `indices` are leaving (the ring still holds them there).
     func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {}
-    /// The element moved from one slot to another.
-    func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {}
+    /// The element now in slot `to` (the ring already moved it) was in slot `from`.
+    func move(from: Int, to: Int, ring: _RingBuffer<Element>) {}
     /// The element at `slot` is about to be lifted out while others shift into its place; its
-    /// index entry goes (membership is kept). Pair with `place(_:slot:ring:)`.
-    func lift(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    /// index entry goes (membership is kept). Pair with `place(slot:ring:)`.
+    func lift(slot: Int, ring: _RingBuffer<Element>) {}
     /// A lifted element is back in the ring at `slot`.
-    func place(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {}
+    func place(slot: Int, ring: _RingBuffer<Element>) {}
     /// Every slot may have changed (ring reallocated or reordered): re-index from the ring.
     func rebuild(_ ring: _RingBuffer<Element>) {}
     /// Every element is leaving (removeAll, or the tracker is being shut down).
@@ -104,9 +104,6 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         Element._withRegistrar(ofObjectAt: UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped, body)
     }
 
-    @inline(__always)
-    private func _address(_ element: Element) -> UInt { UInt(bitPattern: ObjectIdentifier(element)) }
-
     override var isIndexed: Bool { !_stale }
 
     override func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {
@@ -124,14 +121,14 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         rebuild(ring)
     }
 
-    override func enter(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
-        let address = _address(element), memberBits = _memberBits
+    override func enter(slot: Int, ring: _RingBuffer<Element>) {
+        let address = ring.addresses[slot], memberBits = _memberBits
         if !_stale { _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: address, slot: UInt32(slot)) }
         Self._withRegistrar(at: address) { $0._enterArray(memberBits: memberBits) }
     }
 
-    override func leave(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
-        let address = _address(element)
+    override func leave(slot: Int, ring: _RingBuffer<Element>) {
+        let address = ring.addresses[slot]
         if !_stale { _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: address, slot: UInt32(slot)) }
         Self._withRegistrar(at: address) { $0._leaveArray() }
     }
@@ -154,19 +151,19 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         }
     }
 
-    override func lift(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+    override func lift(slot: Int, ring: _RingBuffer<Element>) {
         if _stale { return }
-        _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
+        _index.remove(ring: ring.addresses, mask: UInt32(ring.mask), element: ring.addresses[slot], slot: UInt32(slot))
     }
 
-    override func place(_ element: Element, slot: Int, ring: _RingBuffer<Element>) {
+    override func place(slot: Int, ring: _RingBuffer<Element>) {
         if _stale { return }
-        _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: _address(element), slot: UInt32(slot))
+        _index.insert(ring: ring.addresses, mask: UInt32(ring.mask), element: ring.addresses[slot], slot: UInt32(slot))
     }
 
-    override func move(_ element: Element, from: Int, to: Int, ring: _RingBuffer<Element>) {
+    override func move(from: Int, to: Int, ring: _RingBuffer<Element>) {
         if _stale { return }
-        _index.move(mask: UInt32(ring.mask), element: _address(element), from: UInt32(from), to: UInt32(to))
+        _index.move(mask: UInt32(ring.mask), element: ring.addresses[to], from: UInt32(from), to: UInt32(to))
     }
 
     override func rebuild(_ ring: _RingBuffer<Element>) {
