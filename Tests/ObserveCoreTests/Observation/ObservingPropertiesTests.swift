@@ -191,6 +191,26 @@ struct ObservingPropertiesTests {
         tokens.forEach { $0.cancel() }
     }
 
+    @Test("observers of one property that ask for different values each get exactly theirs",
+          arguments: ObservationBackend.allCases)
+    func observersWithDifferentOptionsGetTheirOwnValues(backend: ObservationBackend) {
+        // One set delivers to registrations in order; the change value is shared between
+        // neighbours that ask for the same values and rebuilt when the next one asks for others.
+        let person = Person(backend, name: "Ada")
+        let asked: [ObservationOptions] = [[.new], [.new], [.old], [], [.old, .new], [.old, .new], [.new], []]
+        var seen: [(Int, String?, String?)] = []
+        let tokens = asked.enumerated().map { i, options in
+            person.observe(\.name, options: options) { _, change in seen.append((i, change.oldValue, change.newValue)) }
+        }
+        person.name = "Grace"
+        #expect(seen.map(\.0) == Array(0..<asked.count))
+        for (i, old, new) in seen {
+            #expect(old == (asked[i].contains(.old) ? "Ada" : nil), "observer \(i) old value")
+            #expect(new == (asked[i].contains(.new) ? "Grace" : nil), "observer \(i) new value")
+        }
+        tokens.forEach { $0.cancel() }
+    }
+
     @Test("an unrelated property's set does not notify", arguments: ObservationBackend.allCases)
     func unrelatedSetDoesNotNotify(backend: ObservationBackend) {
         let person = Person(backend)
