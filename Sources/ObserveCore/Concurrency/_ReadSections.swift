@@ -53,17 +53,19 @@ extension KeyValueRegistrar {
     }
 
     /// A setter's delivery, opened in one call: enters a read section, finds the registrations of
-    /// `keyID` in the cache and raises the thread's notification depth. Nil (nothing left open)
+    /// `keyID` in the cache (and its `_DispatchCache.uniform` entry) and raises the thread's
+    /// notification depth. Nil (nothing left open)
     /// when nobody observes the key or the depth limit was hit (reported). Otherwise close it
     /// with `_closeDelivery()` on the same thread; until then the registrations stay alive.
     @usableFromInline
     internal func _openDelivery(object address: UInt, keyID: UInt32)
-    -> (registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>, range: Range<Int>)? {
+    -> (registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>, range: Range<Int>, uniform: UInt8)? {
         // Borrowed: the read section keeps the cache alive (a retain here would be an atomic RMW).
-        let (registrations, range) = _enterReadSection(object: address)._withUnsafeGuaranteedRef {
-            ($0.registrations, $0.range(of: keyID))
+        let (registrations, delivery) = _enterReadSection(object: address)._withUnsafeGuaranteedRef {
+            ($0.registrations, $0.delivery(of: keyID))
         }
-        if _fastPath(!range.isEmpty) && _enterDelivery(keyID: keyID) { return (registrations, range) }
+        let (range, uniform) = delivery
+        if _fastPath(!range.isEmpty) && _enterDelivery(keyID: keyID) { return (registrations, range, uniform) }
         _leaveReadSection()
         return nil
     }

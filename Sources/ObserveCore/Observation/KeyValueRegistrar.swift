@@ -175,13 +175,28 @@ public final class KeyValueRegistrar: @unchecked Sendable {
                                                            _ oldValue: Value, _ newValue: Value) {
         // Inside the delivery's read section the cache, and so every registration in it, stays
         // alive: registrations are used unretained.
-        guard let (registrations, range) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)), keyID: key._id)
+        guard let (registrations, range, uniform) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)),
+                                                                  keyID: key._id)
         else { return }
         defer { _closeDelivery() }
         // One load decides for silencing and transactions alike; passed down to each delivery.
         let scopesOpen = _slowPath(_registry.openScopes.load(ordering: .relaxed) != 0)
         if scopesOpen,
            _holdInTransaction(registrations, range, as: _PropertyRegistration<Root, Value>.self, object, oldValue, newValue) {
+            return
+        }
+        if _fastPath(uniform != 0 && !scopesOpen) {
+            // Every registration is an inline token registration asking for the same values
+            // (`_DispatchCache.uniform`): one change, and each handler called directly — what
+            // `_deliver` does for such a registration, without its per-registration checks.
+            let change = ObservedChange(oldValue: uniform & ObservationOptions.old.rawValue != 0 ? oldValue : nil,
+                                        newValue: uniform & ObservationOptions.new.rawValue != 0 ? newValue : nil)
+            for index in range {
+                registrations[index]._withUnsafeGuaranteedRef { entry in
+                    let registration = unsafeDowncast(entry, to: _TokenRegistration<Root, Value>.self)
+                    if !registration.isCancelled { registration._handler(object, change) }
+                }
+            }
             return
         }
         var equality: Bool? = nil
@@ -212,7 +227,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     @inlinable @inline(never)
     internal func _notifyPrior<Root: KeyValueObservable, Value>(_ key: ObservableKey<Root, Value>, _ object: Root,
                                                                 _ oldValue: Value) {
-        guard let (registrations, range) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)), keyID: key._id)
+        guard let (registrations, range, _) = _openDelivery(object: UInt(bitPattern: ObjectIdentifier(object)), keyID: key._id)
         else { return }
         defer { _closeDelivery() }
         let scopesOpen = _registry.openScopes.load(ordering: .relaxed) != 0

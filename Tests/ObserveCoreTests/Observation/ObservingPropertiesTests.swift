@@ -211,6 +211,24 @@ struct ObservingPropertiesTests {
         tokens.forEach { $0.cancel() }
     }
 
+    @Test("a handler that cancels a later observer of the property keeps this set from reaching it",
+          arguments: ObservationBackend.allCases)
+    func cancellingALaterObserverDuringDelivery(backend: ObservationBackend) {
+        // The set iterates the object's dispatch cache as it was when the set began; a
+        // registration cancelled meanwhile is still in it and must be skipped.
+        let person = Person(backend)
+        var calls: [Int] = []
+        var tokens: [ObservationToken] = []
+        tokens.append(person.observe(\.age) { _, _ in calls.append(0); tokens[1].cancel() })
+        tokens.append(person.observe(\.age) { _, _ in calls.append(1) })
+        tokens.append(person.observe(\.age) { _, change in calls.append(2 + (change.newValue ?? 0) * 10) })
+        person.age = 1
+        #expect(calls == [0, 12])
+        person.age = 2
+        #expect(calls == [0, 12, 0, 22])
+        tokens.forEach { $0.cancel() }
+    }
+
     @Test("an unrelated property's set does not notify", arguments: ObservationBackend.allCases)
     func unrelatedSetDoesNotNotify(backend: ObservationBackend) {
         let person = Person(backend)
