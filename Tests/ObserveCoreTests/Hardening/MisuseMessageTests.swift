@@ -55,6 +55,19 @@ struct MisuseMessageTests {
         #expect(Self.stderr(result).contains("a bounded change stream needs a capacity of at least 1, not 0"))
     }
 
+    @Test("two tasks iterating one change stream at once are refused by name")
+    func twoConsumersOfOneStream() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let listed = Listed()
+            let changes = listed.changes(for: \.value)
+            // Nothing is ever set: whichever task asks second finds the other inside next().
+            let first = Task { for await _ in changes {} }
+            for await _ in changes {}
+            first.cancel()
+        }
+        #expect(Self.stderr(result).contains("two tasks are iterating one change stream at once"))
+    }
+
     @Test("one registrar shared by two objects is refused, naming the fix")
     func sharedRegistrar() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
