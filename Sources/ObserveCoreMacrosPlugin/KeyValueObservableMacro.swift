@@ -44,7 +44,7 @@ public struct KeyValueObservableMacro: MemberMacro, MemberAttributeMacro, Extens
             members.append("""
                 \(raw: property.accessPrefix)static let \(raw: property.name) = \
                 ObservableKey(\\\(raw: type.name).\(raw: property.name), name: "\(raw: property.name)", \
-                dependsOn: [\(raw: property.dependencies.joined(separator: ", "))])
+                dependsOn: [\(raw: property.dependencies.joined(separator: ", "))], read: { $0.\(raw: property.name) })
                 """)
         }
         // Keys the class declares by hand (dependent keys of computed properties, say) are listed too.

@@ -229,7 +229,9 @@ final class MacroExpansionTests: XCTestCase {
 
                 static let first = ObservableKey(\\Person.first, name: "first")
 
-                static let label = ObservableKey(\\Person.label, name: "label", dependsOn: [\\Person.first, \\Person.address?.city])
+                static let label = ObservableKey(\\Person.label, name: "label", dependsOn: [\\Person.first, \\Person.address?.city], read: {
+                        $0.label
+                    })
 
                 static let observableKeys: [any ObservableKeyProtocol] = [Person.first, Person.label]
 

@@ -422,6 +422,13 @@ internal protocol _ErasedKeyPath {
         delivery: ObservationDelivery,
         _ handler: @escaping (Object, AnyObject?, PartialKeyPath<Object>, ObservedChange<Any>) -> Void
     ) -> _AnyRegistration?
+
+    /// Registers a token handler told only that the property changed, and whether the call is
+    /// the prior one (a dependent key's driver): no change is erased to `ObservedChange<Any>` per
+    /// call, where `_registerErased` builds and destroys one.
+    func _registerSignal<Object: KeyValueObservable>(
+        on object: Object, options: ObservationOptions, _ handler: @escaping (Object, _ isPrior: Bool) -> Void
+    ) -> _AnyRegistration?
 }
 
 extension KeyPath: _ErasedKeyPath {
@@ -451,5 +458,16 @@ extension KeyPath: _ErasedKeyPath {
         }
         return object._register(keyPath, options: options, delivery: delivery,
                                 tokenHandler: { object, change in handler(object, nil, keyPath, erase(change)) })
+    }
+
+    func _registerSignal<Object: KeyValueObservable>(
+        on object: Object, options: ObservationOptions, _ handler: @escaping (Object, _ isPrior: Bool) -> Void
+    ) -> _AnyRegistration? {
+        guard let keyPath = self as? KeyPath<Object, Value> else {
+            _misuse("ObserveCore: \(self) is not rooted at \(Object.self)")
+        }
+        _require(options.isDisjoint(with: [.old, .new]), "ObserveCore: a signal registration asks for no values")
+        return object._register(keyPath, options: options, delivery: .inline,
+                                tokenHandler: { object, change in handler(object, change.isPrior) })
     }
 }

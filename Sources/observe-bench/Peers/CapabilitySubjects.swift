@@ -83,7 +83,9 @@ final class DependentSubject: KeyValueObservable, ObservableKeyListing {
         didSet { kvoRegistrar.didSet(DependentSubject.second, of: self, from: oldValue, to: second) }
     }
 
-    static let sum = ObservableKey(\DependentSubject.sum, dependsOn: \.first, \.second)
+    /// Declared as `@KeyValueDependent(on: \DependentSubject.first, \DependentSubject.second)`
+    /// declares it: the value is read by a closure written here, not through the key path.
+    static let sum = ObservableKey(\DependentSubject.sum, dependsOn: [\.first, \.second], read: { $0.sum })
     var sum: Int { first &+ second }
 }
 

@@ -197,7 +197,10 @@ struct DependentSetScenario: Scenario {
     var referenceScenario: String? { "set.1" }
     var notes: [String] {
         ["the observer adds the new sum to a counter. Verified at tear-down: one delivery per set of `first`, with "
-         + "first + second, and the dependency registrations gone with the last observer."]
+         + "first + second, and the dependency registrations gone with the last observer.",
+         "`sum` is declared as `@KeyValueDependent` declares it: ObservableKey(\\.sum, dependsOn: [\\.first, "
+         + "\\.second], read: { $0.sum }); declared with the key path alone, each change also applies the key path "
+         + "(KeyPath._projectReadOnly) to read the sum."]
     }
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { shortSampling(config) }
 

@@ -131,4 +131,49 @@ struct DependentKeyTests {
         #expect(london.observationCount == 0)
         #expect(ObservationRuntime.liveRegistrationCount == before)
     }
+
+    @Test("a dependent key declared with read: is read through the closure, prior values included",
+          arguments: ObservationBackend.allCases)
+    func dependentKeyWithAReader(backend: ObservationBackend) {
+        let box = ReadCountingBox(backend, width: 2, height: 3)
+        var events: [String] = []
+        let token = box.observe(\.area, options: [.prior, .old, .new]) { _, change in
+            events.append(change.isPrior ? "prior \(change.oldValue!)" : "\(change.oldValue!) -> \(change.newValue!)")
+        }
+        let readsAfterWiring = box.reads
+        box.width = 4
+        box.height = 5
+        #expect(events == ["prior 6", "6 -> 12", "prior 12", "12 -> 20"])
+        #expect(box.reads == readsAfterWiring + 2, "one read per change, through the declared closure")
+        token.cancel()
+        #expect(box.observationCount == 0)
+    }
+}
+
+/// A dependent key declared with `read:`: the closure counts its calls, so a driver reading
+/// through the key path instead would leave the count unchanged.
+private final class ReadCountingBox: KeyValueObservable, ObservableKeyListing {
+    let kvoRegistrar: KeyValueRegistrar
+    static let observableKeys: [any ObservableKeyProtocol] = [width, height, area]
+    init(_ backend: ObservationBackend, width: Int, height: Int) {
+        kvoRegistrar = KeyValueRegistrar(backend: backend)
+        self.width = width
+        self.height = height
+    }
+    var reads = 0
+    static let width = ObservableKey(\ReadCountingBox.width)
+    var width: Int {
+        willSet { kvoRegistrar.willSet(ReadCountingBox.width, of: self, from: width) }
+        didSet { kvoRegistrar.didSet(ReadCountingBox.width, of: self, from: oldValue, to: width) }
+    }
+    static let height = ObservableKey(\ReadCountingBox.height)
+    var height: Int {
+        willSet { kvoRegistrar.willSet(ReadCountingBox.height, of: self, from: height) }
+        didSet { kvoRegistrar.didSet(ReadCountingBox.height, of: self, from: oldValue, to: height) }
+    }
+    static let area = ObservableKey(\ReadCountingBox.area, dependsOn: [\.width, \.height], read: { box in
+        box.reads += 1
+        return box.area
+    })
+    var area: Int { width * height }
 }
