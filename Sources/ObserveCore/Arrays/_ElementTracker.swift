@@ -1,3 +1,5 @@
+import Dispatch
+
 /// An element key path an array tracks: the key id its elements' setters announce (for a
 /// property a superclass declares, that superclass's key) and the key path the observer wrote,
 /// which the array's element changes report.
@@ -59,6 +61,13 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @exclusivity(unchecked) private var _slots: [UInt32] = []
 
     /// Creates the tracker and indexes every element (the caller holds the array's lock).
+    ///
+    /// The two passes over the elements — building the position index and counting one
+    /// membership in each element's registrar — touch disjoint memory (the index's table; the
+    /// registrars' membership words) and only read the ring, so from
+    /// `_parallelSetupThreshold` elements they run on two threads at once
+    /// (`DispatchQueue.concurrentPerform`, which runs both on this thread when no other is free).
+    /// At 100k elements the index pass is ~11 ns and the membership pass ~8.5 ns per element.
     init(array: ObservableArray<Element>, keys elementKeys: [_ElementKey], ring: _RingBuffer<Element>) {
         let keyIDs = elementKeys.map(\.id)
         self.array = array
@@ -66,13 +75,29 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         super.init()
         self.keys = elementKeys
         self._memberBits = keyIDs.reduce(0) { $0 | _KeyTable.memberBit(for: $1) }
-        if ring.capacity > 0 {
-            _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
+        let index = _index, memberBits = _memberBits
+        let buildIndex = {
+            if ring.capacity > 0 {
+                index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
+            }
         }
-        let memberBits = _memberBits
-        Self._forEachRegistrar(ring) { $0._enterArray(memberBits: memberBits) }
+        let enterAll = { Self._forEachRegistrar(ring) { $0._enterArray(memberBits: memberBits) } }
+        if ring.count >= Self._parallelSetupThreshold {
+            // Both passes end before concurrentPerform returns, with the array's lock still held.
+            let passes = _UncheckedSendable((buildIndex, enterAll))
+            DispatchQueue.concurrentPerform(iterations: 2) { pass in
+                if pass == 0 { passes.value.0() } else { passes.value.1() }
+            }
+        } else {
+            buildIndex()
+            enterAll()
+        }
         for keyID in keyIDs { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
+
+    /// The element count from which setup runs its two passes on two threads: below it, waking a
+    /// second thread (~10-20 µs) costs more than half a pass saves.
+    static var _parallelSetupThreshold: Int { 16_384 }
 
     override var isActive: Bool { _active }
 

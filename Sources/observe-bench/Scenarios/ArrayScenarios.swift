@@ -101,7 +101,9 @@ struct ArraySetupScenario: ArrayScenario {
         ["one op = the whole setup; ns and bytes are per element. bytes: heap held after the setup minus before it "
          + "(malloc accounting); index: ObserveCore's element-position index alone (_elementIndexBytes / N).",
          "per-element-naive, observation and opencombine include building their element -> index Dictionary "
-         + "(what they need to report indices); the array and its elements exist before and are not counted."]
+         + "(what they need to report indices); the array and its elements exist before and are not counted.",
+         "c/swift from 16,384 elements: the index pass and the membership pass run on two threads at once "
+         + "(DispatchQueue.concurrentPerform), so ns/element is wall time, with two cores busy; below that, one."]
     }
 
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { heavySampling(config) }

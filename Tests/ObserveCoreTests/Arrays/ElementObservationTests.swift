@@ -26,6 +26,37 @@ struct ElementObservationTests {
         #expect(seen.count == 2)
     }
 
+    @Test("tracking a large array (setup on two threads) indexes every element, copies included, for two arrays at once",
+          arguments: ObservationBackend.allCases)
+    func largeArraySetupOnTwoThreads(backend: ObservationBackend) {
+        // 40,000 elements: above the 16,384 from which setup runs its index pass and its membership
+        // pass on two threads (`_ElementTracker._parallelSetupThreshold`).
+        var roster = (0..<40_000).map { Student(backend, "s\($0)") }
+        let shared = roster[123]
+        roster[39_000] = shared                          // one element at two indices
+        let first = ObservableArray(roster, backend: backend)
+        let second = ObservableArray(roster.reversed(), backend: backend)
+        var firstSeen: [[Int]] = [], secondSeen: [[Int]] = []
+        let firstToken = first.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { firstSeen.append(change.elements.map(\.newIndex!)) }
+        }
+        let secondToken = second.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { secondSeen.append(change.elements.map(\.newIndex!)) }
+        }
+        first._checkInvariants()
+        second._checkInvariants()
+        roster[20_000].name = "changed"
+        shared.name = "shared"
+        #expect(firstSeen == [[20_000], [123, 39_000]])
+        #expect(secondSeen == [[19_999], [999, 39_876]])
+        firstToken.cancel()
+        roster[5].name = "after one cancel"
+        #expect(firstSeen.count == 2 && secondSeen.last == [39_994])
+        secondToken.cancel()
+        shared.name = "after both"                       // no membership left: nothing reported, no trap
+        #expect(firstSeen.count == 2 && secondSeen.count == 3)
+    }
+
     @Test("an array of a subclass tracks a key its superclass declares; objects outside the array are ignored",
           arguments: ObservationBackend.allCases)
     func superclassKeyOnSubclassElements(backend: ObservationBackend) {
