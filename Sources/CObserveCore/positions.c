@@ -856,13 +856,15 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const void *ring, u
 ** cost what the misses did. So tables under 2^20 buckets, above 2^25, and a rebuild whose 8 bytes
 ** per element of scratch cannot be allocated take the plain loop. */
 #define POS_PARTITION_BITS 8u
+#define POS_PARTITION_MIN_CAPACITY ((size_t)1 << 20)
+#define POS_PARTITION_MAX_BITS 25u
 
-/* PREFETCHED REBUILD. Below the partitioned range the plain loop inserts in ring order, so each
-** insertion writes a random bucket; from about 100k elements (a 655 KB table: ctrl bytes and
-** slots) those writes miss L2, and the probe of one insertion waits for its line before the next
-** starts. The loop computes the home bucket of the element POS_REBUILD_PREFETCH positions ahead
-** (a hash of its address from the ring: no element is read) and asks for its ctrl and slot lines,
-** so that the misses of consecutive insertions overlap. The table is sized for the whole rebuild
+/* PREFETCHED REBUILD. The plain loop (tables outside the partitioned range, or no scratch for it)
+** inserts in ring order, so each insertion writes a random bucket; from about 100k elements (a
+** 655 KB table: ctrl bytes and slots) those writes miss L2, and the probe of one insertion waits
+** for its line before the next starts. The loop computes the home bucket of the element
+** POS_REBUILD_PREFETCH positions ahead (a hash of its address from the ring: no element is read)
+** and asks for its ctrl and slot lines, so that the misses of consecutive insertions overlap. The table is sized for the whole rebuild
 ** before the loop, so a prefetched address stays the bucket's. Measured with observe-bench
 ** --scenarios array.setup --impls c --elements 100000 (the rebuild is most of a setup): see the
 ** commit that added it. A table under POS_PREFETCH_MIN_CAPACITY buckets (160 KB) stays in L2,
@@ -880,8 +882,6 @@ static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
     (void)h;
 #endif
 }
-#define POS_PARTITION_MIN_CAPACITY ((size_t)1 << 20)
-#define POS_PARTITION_MAX_BITS 25u
 
 /* Inserts the `count` elements at ring slots (head + i) & mask into the empty table, sized for
 ** them, through partitions (above), and sets *done. *done false: nothing was done (table outside

@@ -14,9 +14,10 @@ import Synchronization
 ///   from `_register`), and detached when the key's last registration on the object goes (the
 ///   registry calls `_registrationsDidEmpty` after removing) or when the object dies (the
 ///   registry calls `_objectDidDie`);
-/// - the driver's own registrations name the *root object* as observer, with the driver's
+/// - a chain driver's own registrations name the *root object* as observer, with the driver's
 ///   address as context: they die with the root at once (an observable observer's registrations
-///   do), and never collide with the user's.
+///   do), and never collide with the user's; a dependent key's driver registers on the root
+///   itself with no observer (token registrations, which go with the root too).
 ///
 /// Lock order: this table's lock, then a shard lock (the table asks the registry whether a key
 /// still has registrations). Drivers are installed and detached outside the table's lock, since
@@ -117,7 +118,8 @@ internal class _DerivedDriver: @unchecked Sendable {
     /// Whether the sources are registered with `.prior` (some registration of the key asked for it).
     @exclusivity(unchecked) var wantsPrior = false
 
-    /// The context of every registration the driver makes: unique while the driver lives.
+    /// The context of the registrations a chain driver makes (with the root as observer): unique
+    /// while the driver lives. A dependent key's driver registers with no observer, so no context.
     final var context: ObservationContext { ObservationContext(self) }
 
     func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] { fatalError("abstract") }

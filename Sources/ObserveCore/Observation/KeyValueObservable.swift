@@ -440,8 +440,8 @@ extension KeyPath: _ErasedKeyPath {
         guard let keyPath = self as? KeyPath<Object, Value> else {
             _misuse("ObserveCore: \(self) is not rooted at \(Object.self)")
         }
-        // A registration that asked for no values (a dependent key's driver) gets the flags
-        // alone: reading them needs no metadata, where boxing a value looks up three types.
+        // A registration that asked for no values gets the flags alone: reading them needs no
+        // metadata, where boxing a value looks up three types.
         let wantsValues = !options.isDisjoint(with: [.old, .new])
         func erase(_ change: ObservedChange<Value>) -> ObservedChange<Any> {
             guard wantsValues else {

@@ -15,8 +15,8 @@
 /// ```
 public struct ObservedChange<Value> {
     // The flags come first: at offsets that do not depend on `Value`, code that is generic over
-    // `Value` reads them without looking up the struct's metadata (the erased registrations of
-    // dependent keys, `_registerErased`, read only the flags).
+    // `Value` reads them without looking up the struct's metadata (`_registerErased` for a
+    // registration that asked for no values, and `_registerSignal`, read only the flags).
     /// True for the notification sent *before* the change (option `.prior`).
     public let isPrior: Bool
     /// True for the notification sent during registration (option `.initial`).

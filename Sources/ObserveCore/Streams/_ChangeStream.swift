@@ -20,9 +20,17 @@ import Synchronization
 /// take one element per lock: `.latest` must fold into the one pending change, and `.bounded`
 /// counts each element taken to let one blocked producer go.
 ///
+/// Each ring grows to the largest burst it held and never shrinks, so a stream that once buffered
+/// a burst of n changes keeps up to two rings of n slots until it is freed.
+///
 /// One consumer: `_consuming` is set for the whole of each `next()` (suspension included), so a
 /// second task iterating the same stream at once traps with a message instead of racing on the
-/// consumer's buffer.
+/// consumer's buffer. A stream that has ended answers `nil` instead (its cancelled consumer may
+/// not have left `next()` yet).
+///
+/// Termination drops what the consumer took but has not handed out too: `next()` checks
+/// `_terminated` before each element of its own buffer, and `terminate()` empties that buffer
+/// itself when no `next()` runs.
 ///
 /// Bounded mode blocks the producer while the buffer is full: it counts itself in
 /// `_blockedProducers`, unlocks and waits on `_space`; each element the consumer takes signals one
@@ -47,6 +55,8 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
     private let _space = DispatchSemaphore(value: 0)
     /// Set while a `next()` runs (see the type's comment).
     private let _consuming = Atomic<Bool>(false)
+    /// Set once, by `terminate()`; read by the consumer without the lock.
+    private let _terminated = Atomic<Bool>(false)
     // Guarded by `_lock`.
     @exclusivity(unchecked) private var _state = State.active
     @exclusivity(unchecked) private var _ring: UnsafeMutablePointer<Element>
@@ -151,13 +161,13 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
     }
 
     /// `.latest` and `.bounded`: stores `change` under the lock; false when the stream ended while
-    /// a bounded producer waited for room (the lock is then released). Out of line, so that the
-    /// unbounded path builds no `Optional<Element>` type at run time.
+    /// a bounded producer waited for room (the lock is then released). Out of line, so that
+    /// `produce()`'s unbounded path touches no `Optional<Element>`.
     @inline(never)
     private func _storeLocked(_ change: Element) -> Bool {
         switch _buffering._kind {
         case .unbounded:
-            _pushLocked(change)
+            _pushLocked(change)   // not reached: produce() pushes these itself
         case .latest:
             _latest = _latest.map { _coalesce($0, change) } ?? change
         case .bounded(let capacity):
@@ -180,6 +190,7 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
 
     func next(isolation actor: isolated (any Actor)?) async -> Element? {
         if _consuming.exchange(true, ordering: .acquiring) {
+            if _terminated.load(ordering: .acquiring) { return nil }
             _misuse("ObserveCore: two tasks are iterating one change stream at once; a stream "
                             + "has a single consumer (make one stream per consumer)")
         }
@@ -187,9 +198,16 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
         while true {
             if Task.isCancelled {
                 terminate()
+                _dropTaken()
                 return nil
             }
-            if _takenCount > 0 { return _popTaken() }
+            if _takenCount > 0 {
+                if _terminated.load(ordering: .acquiring) {
+                    _dropTaken()
+                    return nil
+                }
+                return _popTaken()
+            }
             switch _take() {
             case .took:
                 return _popTaken()
@@ -249,6 +267,12 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
         return true
     }
 
+    /// Releases what the consumer's own buffer holds (the caller is the consumer, or holds
+    /// `_consuming` for it; no lock).
+    private func _dropTaken() {
+        while _takenCount > 0 { _ = _popTaken() }
+    }
+
     /// The next element of the consumer's own buffer (not empty; no lock).
     private func _popTaken() -> Element {
         let element = (_taken + _takenHead).move()
@@ -268,6 +292,7 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
             return
         }
         _state = .terminated
+        _terminated.store(true, ordering: .releasing)
         let waiter = _waiter
         _waiter = nil
         let producers = _blockedProducers
@@ -280,6 +305,12 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
         for _ in 0..<producers { _space.signal() }
         onTerminate?()
         _ = dropped   // released here, after unlocking
+        // What a consumer took and did not hand out goes too, unless a `next()` is running (it
+        // drops it itself on seeing `_terminated`).
+        if _consuming.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+            _dropTaken()
+            _consuming.store(false, ordering: .releasing)
+        }
     }
 
     /// The registration died (its object died, or it was removed): what is buffered is still

@@ -26,7 +26,7 @@ struct ElementObservationTests {
         #expect(seen.count == 2)
     }
 
-    @Test("tracking a large array (setup on two threads) indexes every element, copies included, for two arrays at once",
+    @Test("tracking a large array (setup on two threads) indexes every element, copies included; two arrays share the elements",
           arguments: ObservationBackend.allCases)
     func largeArraySetupOnTwoThreads(backend: ObservationBackend) {
         // 40,000 elements: above the 16,384 from which setup runs its index pass and its membership

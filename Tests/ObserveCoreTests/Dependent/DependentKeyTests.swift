@@ -1,4 +1,5 @@
 @_spi(Testing) import ObserveCore
+import Synchronization
 import Testing
 
 @Suite("Dependent keys", .serialized)
@@ -148,13 +149,48 @@ struct DependentKeyTests {
         token.cancel()
         #expect(box.observationCount == 0)
     }
+
+    @Test("a dependent key's kept value is released exactly once through rewiring (.prior added) and unwiring",
+          arguments: ObservationBackend.allCases)
+    func keptValueLifetime(backend: ObservationBackend) {
+        let before = Badge.live.load(ordering: .relaxed)
+        do {
+            let box = ReadCountingBox(backend, width: 1, height: 1)
+            var seen: [Int] = []
+            let plain = box.observe(\.badge, options: [.new]) { _, change in seen.append(change.newValue!.area) }
+            box.width = 2
+            // A .prior observer makes the driver wire again while it keeps a value.
+            let prior = box.observe(\.badge, options: [.prior, .old]) { _, change in
+                if change.isPrior { seen.append(-change.oldValue!.area) }
+            }
+            box.height = 3
+            #expect(seen == [2, -2, 6])
+            plain.cancel()
+            prior.cancel()
+            box.width = 4
+            #expect(seen == [2, -2, 6])
+            #expect(box.observationCount == 0)
+        }
+        #expect(Badge.live.load(ordering: .relaxed) == before, "every badge read was released, none twice")
+    }
+}
+
+/// A dependent value that is an object: `live` counts the instances alive.
+private final class Badge: Sendable {
+    static let live = Atomic<Int>(0)
+    let area: Int
+    init(area: Int) {
+        self.area = area
+        Badge.live.add(1, ordering: .relaxed)
+    }
+    deinit { Badge.live.subtract(1, ordering: .relaxed) }
 }
 
 /// A dependent key declared with `read:`: the closure counts its calls, so a driver reading
 /// through the key path instead would leave the count unchanged.
 private final class ReadCountingBox: KeyValueObservable, ObservableKeyListing {
     let kvoRegistrar: KeyValueRegistrar
-    static let observableKeys: [any ObservableKeyProtocol] = [width, height, area]
+    static let observableKeys: [any ObservableKeyProtocol] = [width, height, area, badge]
     init(_ backend: ObservationBackend, width: Int, height: Int) {
         kvoRegistrar = KeyValueRegistrar(backend: backend)
         self.width = width
@@ -176,4 +212,6 @@ private final class ReadCountingBox: KeyValueObservable, ObservableKeyListing {
         return box.area
     })
     var area: Int { width * height }
+    static let badge = ObservableKey(\ReadCountingBox.badge, dependsOn: [\.width, \.height], read: { $0.badge })
+    var badge: Badge { Badge(area: area) }
 }

@@ -64,6 +64,7 @@ struct MisuseMessageTests {
             let first = Task { for await _ in changes {} }
             for await _ in changes {}
             first.cancel()
+            withExtendedLifetime(listed) {}
         }
         #expect(Self.stderr(result).contains("two tasks are iterating one change stream at once"))
     }

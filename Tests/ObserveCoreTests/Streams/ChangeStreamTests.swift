@@ -94,6 +94,24 @@ struct ChangeStreamTests {
         #expect(ObservationRuntime.liveRegistrationCount == before)
     }
 
+    @Test("ending the stream drops every buffered change, including those its consumer had taken in bulk",
+          arguments: ObservationBackend.allCases)
+    func endingDropsWhatTheConsumerTook(backend: ObservationBackend) async {
+        let tracker = LifetimeTracker()
+        let person = Person(backend)
+        let stream = person.changes(for: \.address, options: [.old, .new])
+        for city in ["Paris", "Rome", "Oslo"] { person.address = tracker.track(Address(backend, city: city), city) }
+        // The first next() takes all three changes at once (unbounded streams take in bulk) and
+        // hands out the first; breaking ends the stream with two still taken.
+        for await change in stream {
+            #expect(change.newValue?.city == "Paris")
+            break
+        }
+        var again = stream.makeAsyncIterator()
+        #expect(await again.next() == nil, "no change outlives the end of the stream")
+        #expect(tracker.survivors == ["Oslo"], "Paris and Rome were held only by dropped changes")
+    }
+
     @Test("the observed object dying ends the stream after what was buffered", arguments: ObservationBackend.allCases)
     func objectDyingEndsTheStream(backend: ObservationBackend) async {
         let before = ObservationRuntime.liveRegistrationCount
