@@ -222,6 +222,17 @@ static void test_positions(void) {
     EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x2000 + 16 * 2, slots, 8, &count), COBS_OK);
     EXPECT(count == 1 && slots[0] == 2);
     EXPECT_STATUS(cobs_positions_check_invariants(pos, ring, mask), COBS_OK);
+
+    /* A run of insertions (slots 6..19, after the rebuilt 60..5); a run that meets a recorded
+    ** pair (58 and 59 are new, 60 is recorded) removes what it added and leaves the index as it was. */
+    EXPECT_STATUS(cobs_positions_insert_run(pos, ring, mask, 6, 14), COBS_OK);
+    EXPECT(cobs_positions_count(pos) == 24);
+    EXPECT_STATUS(cobs_positions_insert_run(pos, ring, mask, 58, 4), COBS_INVALID_ARGUMENT);
+    EXPECT(cobs_positions_count(pos) == 24);
+    EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x2000 + 16 * 58, slots, 8, &count), COBS_OK);
+    EXPECT(count == 0);
+    EXPECT_STATUS(cobs_positions_check_invariants(pos, ring, mask), COBS_OK);
+    EXPECT_STATUS(cobs_positions_insert_run(pos, ring, mask, 20, 65), COBS_INVALID_ARGUMENT); /* more than the ring */
     cobs_positions_clear(pos);
     EXPECT(cobs_positions_count(pos) == 0 && cobs_positions_bytes(pos) > 0);
     cobs_positions_destroy(pos);

@@ -74,6 +74,16 @@ void cobs_positions_destroy(cobs_positions *_Nullable pos);
 cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot);
 
+/// Records the `count` elements in slots `first`, `first + 1`, … (mod `mask + 1`), as
+/// `cobs_positions_insert` for each, in one call: the table grows once for the whole run, and
+/// from 2^15 buckets the buckets of later elements are prefetched while earlier ones are inserted.
+/// The caller guarantees that `ring` holds the run's elements there (reads them; none may be 0).
+/// O(count) expected. Errors: COBS_INVALID_ARGUMENT (as for insert, a 0 element in the run, or
+/// `count > mask + 1`; a pair already recorded: the pairs this call added are removed again, so
+/// the index is unchanged), COBS_NO_MEMORY (index unchanged).
+cobs_status cobs_positions_insert_run(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
+                                      uint32_t first, size_t count);
+
 /// Forgets that `element` occupies `slot`: O(1) expected, whatever the element's number of
 /// copies. Backward-shift deletion (reads `ring` to find the home of entries it shifts).
 /// Errors: COBS_NOT_FOUND, COBS_INVALID_ARGUMENT.

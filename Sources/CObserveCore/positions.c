@@ -740,6 +740,74 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const void *ring, uint32_
     return COBS_OK;
 }
 
+/* PREFETCHED REBUILD. The plain loop of a rebuild (tables outside the partitioned range, or no
+** scratch for it) and a run of insertions (cobs_positions_insert_run) insert in ring order, so
+** each insertion writes a random bucket; from about 100k elements (a 655 KB table: ctrl bytes and
+** slots) those writes miss L2, and the probe of one insertion waits for its line before the next
+** starts. The loop computes the home bucket of the element POS_REBUILD_PREFETCH positions ahead (a
+** hash of its address from the ring: no element is read) and asks for its ctrl and slot lines, so
+** that the misses of consecutive insertions overlap. The table is sized for the whole rebuild (or
+** run) before the loop, so a prefetched address stays the bucket's. Measured with observe-bench
+** --scenarios array.setup --impls c --elements 100000 (the rebuild is most of a setup): see the
+** commit that added it. A table under POS_PREFETCH_MIN_CAPACITY buckets (160 KB) stays in L2,
+** where the hints would only cost their hashing. */
+#define POS_REBUILD_PREFETCH 16u
+#define POS_PREFETCH_MIN_CAPACITY ((size_t)1 << 15)
+
+static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
+#if defined(__GNUC__) || defined(__clang__)
+    const size_t home = home_of(pos, h);
+    __builtin_prefetch(pos->ctrl + home, 1, 3);
+    __builtin_prefetch(pos->slots + home, 1, 3);
+#else
+    (void)pos;
+    (void)h;
+#endif
+}
+
+/* A run of insertions (an append or an insertion of many elements): the table grows once, before
+** the loop, for the whole run, so that the buckets the loop prefetches (PREFETCHED REBUILD, above)
+** stay where they are; copies take no bucket, so the reservation is an upper bound. A refused pair
+** (or no memory for a copy's record) removes the pairs this call added, in reverse. */
+cobs_status cobs_positions_insert_run(cobs_positions *pos, const void *ring, uint32_t mask, uint32_t first,
+                                      size_t count) {
+    if (pos == NULL || ring == NULL || !mask_is_valid(mask) || first > mask || count > (size_t)mask + 1 ||
+        !ring_covers(pos, mask) || !log_accepts(pos, mask)) {
+        return COBS_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (ring_at(ring, (first + i) & mask) == 0) return COBS_INVALID_ARGUMENT;
+    }
+    const size_t needed = capacity_for(pos->count + count);
+    if (needed == 0) return COBS_NO_MEMORY;
+    if (needed > pos->capacity) {
+        const cobs_status st = resize(pos, ring, needed);
+        if (st != COBS_OK) return st;
+    }
+    const uint64_t bound_before = pos->slot_bound;
+    const bool prefetches = pos->capacity >= POS_PREFETCH_MIN_CAPACITY;
+    for (size_t i = 0; i < count; i++) {
+        if (prefetches && i + POS_REBUILD_PREFETCH < count) {
+            prefetch_home(pos, hash_of(pos, ring_at(ring, (first + i + POS_REBUILD_PREFETCH) & mask)));
+        }
+        const uint32_t current = (uint32_t)((first + i) & mask);
+        const uint32_t slot = to_stored(pos, current);
+        const cobs_status st = add_pair(pos, ring, ring_at(ring, current), slot);
+        if (st != COBS_OK) {
+            for (size_t j = i; j-- > 0;) {
+                const uint32_t added = (uint32_t)((first + j) & mask);
+                const cobs_status undone = cobs_positions_remove(pos, ring, mask, ring_at(ring, added), added);
+                COBS_CHECK(undone == COBS_OK, "positions: a pair this run added could not be removed");
+            }
+            pos->slot_bound = bound_before;
+            return st;
+        }
+        if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
+    }
+    VERIFY(pos, ring, mask);
+    return COBS_OK;
+}
+
 cobs_status cobs_positions_remove(cobs_positions *pos, const void *ring, uint32_t mask,
                                   uintptr_t element, uint32_t slot) {
     if (pos == NULL || ring == NULL || element == 0 || !mask_is_valid(mask) || slot > mask ||
@@ -858,30 +926,6 @@ cobs_status cobs_positions_lookup(const cobs_positions *pos, const void *ring, u
 #define POS_PARTITION_BITS 8u
 #define POS_PARTITION_MIN_CAPACITY ((size_t)1 << 20)
 #define POS_PARTITION_MAX_BITS 25u
-
-/* PREFETCHED REBUILD. The plain loop (tables outside the partitioned range, or no scratch for it)
-** inserts in ring order, so each insertion writes a random bucket; from about 100k elements (a
-** 655 KB table: ctrl bytes and slots) those writes miss L2, and the probe of one insertion waits
-** for its line before the next starts. The loop computes the home bucket of the element
-** POS_REBUILD_PREFETCH positions ahead (a hash of its address from the ring: no element is read)
-** and asks for its ctrl and slot lines, so that the misses of consecutive insertions overlap. The table is sized for the whole rebuild
-** before the loop, so a prefetched address stays the bucket's. Measured with observe-bench
-** --scenarios array.setup --impls c --elements 100000 (the rebuild is most of a setup): see the
-** commit that added it. A table under POS_PREFETCH_MIN_CAPACITY buckets (160 KB) stays in L2,
-** where the hints would only cost their hashing. */
-#define POS_REBUILD_PREFETCH 16u
-#define POS_PREFETCH_MIN_CAPACITY ((size_t)1 << 15)
-
-static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
-#if defined(__GNUC__) || defined(__clang__)
-    const size_t home = home_of(pos, h);
-    __builtin_prefetch(pos->ctrl + home, 1, 3);
-    __builtin_prefetch(pos->slots + home, 1, 3);
-#else
-    (void)pos;
-    (void)h;
-#endif
-}
 
 /* Inserts the `count` elements at ring slots (head + i) & mask into the empty table, sized for
 ** them, through partitions (above), and sets *done. *done false: nothing was done (table outside

@@ -170,6 +170,54 @@ import Testing
         index.assertInvariants(ring)
     }
 
+    @Test func aRunOfInsertionsAgreesWithInsertingOneByOne() {
+        // 60,000 slots from near the end of a 2^17 ring (the run wraps) into an index that already
+        // holds 20,000: the table grows once to 2^17 buckets, where the run prefetches. 499 elements
+        // are in the run twice and one is already indexed, so copies join or start records.
+        let ring = TestRing(mask: (1 << 17) - 1), first: UInt32 = (1 << 17) - 30_000
+        let byRun = TestPositions(), oneByOne = TestPositions()
+        for i in 0..<20_000 {
+            let slot = UInt32(40_000 + i)
+            ring[slot] = element(i)
+            for index in [byRun, oneByOne] { assertStatus(cobs_positions_insert(index.raw, ring.pointer, ring.mask, element(i), slot), COBS_OK) }
+        }
+        for i in 0..<60_000 { ring[(first &+ UInt32(i)) & ring.mask] = element(i < 500 ? 100_000 + i : i == 500 ? 7 : 50_000 + i % 59_000) }
+        assertStatus(cobs_positions_insert_run(byRun.raw, ring.pointer, ring.mask, first, 60_000), COBS_OK)
+        for i in 0..<60_000 {
+            let slot = (first &+ UInt32(i)) & ring.mask
+            assertStatus(cobs_positions_insert(oneByOne.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
+        }
+        #expect(byRun.count == 80_000 && oneByOne.count == 80_000)
+        byRun.assertInvariants(ring)
+        for probe in [0, 7, 19_999, 50_000, 50_999, 58_999, 100_000, 100_499, 108_999] {
+            #expect(byRun.slots(ring, element(probe)).sorted() == oneByOne.slots(ring, element(probe)).sorted(),
+                    "element \(probe)")
+        }
+        #expect(byRun.slots(ring, element(7)).count == 2, "indexed before, and in the run")
+        #expect(byRun.slots(ring, element(50_600)).count == 2, "twice in the run")
+        #expect(byRun.slots(ring, element(50_000)).count == 1)
+    }
+
+    @Test func aRefusedRunOfInsertionsLeavesTheIndexAsItWas() {
+        let ring = TestRing(mask: 255), index = TestPositions()
+        for i in 0..<100 { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 0, 60), COBS_OK)
+        // Slots 40..<100: 40..<60 are recorded already, so the run is refused at its 21st pair and
+        // the 20 it added go again.
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 40, 60), COBS_INVALID_ARGUMENT)
+        #expect(index.count == 60)
+        #expect(index.slots(ring, element(70)) == [] && index.slots(ring, element(59)) == [59])
+        index.assertInvariants(ring)
+        ring[120] = 0
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 100, 30), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 0, 257), COBS_INVALID_ARGUMENT)
+        assertStatus(cobs_positions_insert_run(nil, ring.pointer, ring.mask, 0, 1), COBS_INVALID_ARGUMENT)
+        #expect(index.count == 60)
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 60, 40), COBS_OK)
+        #expect(index.count == 100 && index.slots(ring, element(99)) == [99])
+        index.assertInvariants(ring)
+    }
+
     @Test func aRebuildIntoAMillionBucketsAgreesWithInsertingOneByOne() {
         // 600,000 entries need 2^20 buckets: the size from which a rebuild inserts partition by
         // partition (positions.c, REBUILD IN PARTITIONS). The ring wraps; 49,700 elements are there

@@ -208,6 +208,10 @@ internal final class _CPositionIndex: _PositionIndexing {
         _CArrayStatus.check(cobs_positions_insert(_pos, ring.raw, mask, element, slot), "cobs_positions_insert")
     }
 
+    func insertRun(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int) {
+        _CArrayStatus.check(cobs_positions_insert_run(_pos, ring.raw, mask, first, count), "cobs_positions_insert_run")
+    }
+
     func remove(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32) {
         _CArrayStatus.check(cobs_positions_remove(_pos, ring.raw, mask, element, slot), "cobs_positions_remove")
     }

@@ -55,6 +55,9 @@ internal protocol _BatchComposing: AnyObject {
 /// invariant every call relies on).
 internal protocol _PositionIndexing: AnyObject {
     func insert(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32)
+    /// `insert` for the elements of the `count` slots from `first` (mod `mask + 1`), in one call
+    /// (see `cobs_positions_insert_run`).
+    func insertRun(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int)
     func remove(ring: _RingAddresses, mask: UInt32, element: UInt, slot: UInt32)
     func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32)
     /// The `count` elements that were in slots `first`, `first + 1`, … (mod `mask + 1`) are now
@@ -74,5 +77,15 @@ internal protocol _PositionIndexing: AnyObject {
     var bytes: Int { get }
     /// Traps with a description when an invariant is broken (for tests).
     func checkInvariants(ring: _RingAddresses, mask: UInt32)
+}
+
+extension _PositionIndexing {
+    /// One `insert` per slot of the run (the Swift twin; the C index inserts the run in one call).
+    func insertRun(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int) {
+        for i in 0..<count {
+            let slot = (first &+ UInt32(truncatingIfNeeded: i)) & mask
+            insert(ring: ring, mask: mask, element: ring[Int(slot)], slot: slot)
+        }
+    }
 }
 

@@ -158,13 +158,16 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         Self._withRegistrar(at: address) { $0._leaveArray() }
     }
 
+    /// The index takes the run in one call (`insertRun`), then each element's membership is
+    /// counted: the C index grows once and prefetches, where one call per element did neither.
     override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
-        let memberBits = _memberBits, addresses = ring.addresses, mask = UInt32(ring.mask)
-        for i in indices {
-            let slot = ring.slot(i), address = addresses[slot]
-            if !_stale { _index.insert(ring: addresses, mask: mask, element: address, slot: UInt32(slot)) }
-            Self._withRegistrar(at: address) { $0._enterArray(memberBits: memberBits) }
+        guard !indices.isEmpty else { return }
+        let memberBits = _memberBits, addresses = ring.addresses
+        if !_stale {
+            _index.insertRun(ring: addresses, mask: UInt32(ring.mask), first: UInt32(ring.slot(indices.lowerBound)),
+                             count: indices.count)
         }
+        for i in indices { Self._withRegistrar(at: addresses[ring.slot(i)]) { $0._enterArray(memberBits: memberBits) } }
     }
 
     override func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {
