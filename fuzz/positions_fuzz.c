@@ -148,6 +148,7 @@ enum {
     OP_FAIL_NEXT,
     OP_INVALID,
     OP_SHIFT,   /* a: first slot, b: count, direction and distance of a block move */
+    OP_INSERT_RUN, /* a: first slot and elements, b: count (a run over recorded slots is refused) */
     OP_COUNT
 };
 
@@ -191,6 +192,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             m.count++;
             /* The same pair again is rejected. */
             FUZZ_ASSERT(cobs_positions_insert(pos, m.ring, m.mask, element, s) == COBS_INVALID_ARGUMENT);
+            break;
+        }
+        case OP_INSERT_RUN: {
+            const uint32_t first = ((uint32_t)a * 11u) & m.mask;
+            const uint32_t count = 1 + (uint32_t)b % (m.mask + 1 < 24 ? m.mask + 1 : 24);
+            bool overlaps = false;
+            uintptr_t stale[24];
+            for (uint32_t k = 0; k < count; k++) {
+                const uint32_t s = (first + k) & m.mask;
+                stale[k] = m.ring[s];
+                if (m.present[s]) {
+                    overlaps = true;   /* left as it is: the pair is recorded, so the run is refused */
+                } else {
+                    m.ring[s] = elements[(a + k * (b | 1)) & 15];
+                }
+            }
+            const cobs_status st = cobs_positions_insert_run(pos, m.ring, m.mask, first, count);
+            if (overlaps || st == COBS_NO_MEMORY) {
+                FUZZ_ASSERT(overlaps ? st == COBS_INVALID_ARGUMENT || (fail && st == COBS_NO_MEMORY) : fail);
+                for (uint32_t k = 0; k < count; k++) m.ring[(first + k) & m.mask] = stale[k];
+                full = true;   /* nothing recorded: every lookup as before */
+                break;
+            }
+            FUZZ_ASSERT(st == COBS_OK);
+            for (uint32_t k = 0; k < count; k++) m.present[(first + k) & m.mask] = true;
+            m.count += count;
+            full = true;
             break;
         }
         case OP_REMOVE: {
