@@ -56,16 +56,13 @@ static const uintptr_t elements[16] = {
 };
 
 typedef struct fuzz_allocator {
-    int fail_next;
+    int fail_next; /* > 0: the allocation that many calls from now fails */
     size_t live_bytes;
 } fuzz_allocator;
 
 static void *fuzz_allocate(void *user, size_t size) {
     fuzz_allocator *a = user;
-    if (a->fail_next) {
-        a->fail_next = 0;
-        return NULL;
-    }
+    if (a->fail_next > 0 && --a->fail_next == 0) return NULL;   /* fails the fail_next-th allocation */
     void *p = malloc(size);
     if (p != NULL) a->live_bytes += size;
     return p;
@@ -196,6 +193,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         case OP_INSERT_RUN: {
             const uint32_t first = ((uint32_t)a * 11u) & m.mask;
+            if (b == 0xff) {   /* the edges: an empty run, and one longer than the ring */
+                FUZZ_ASSERT(cobs_positions_insert_run(pos, m.ring, m.mask, first, 0) == COBS_OK);
+                FUZZ_ASSERT(cobs_positions_insert_run(pos, m.ring, m.mask, first, (size_t)m.mask + 2) ==
+                            COBS_INVALID_ARGUMENT);
+                break;
+            }
             const uint32_t count = 1 + (uint32_t)b % (m.mask + 1 < 24 ? m.mask + 1 : 24);
             bool overlaps = false;
             uintptr_t stale[24];
@@ -208,6 +211,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     m.ring[s] = elements[(a + k * (b | 1)) & 15];
                 }
             }
+            /* An injected failure hits the first to the eighth allocation of the run: a growth, or a
+            ** copy's record after pairs were added (then they must be removed again). */
+            if (fail) alloc.fail_next = 1 + (b >> 5);
             const cobs_status st = cobs_positions_insert_run(pos, m.ring, m.mask, first, count);
             if (overlaps || st == COBS_NO_MEMORY) {
                 FUZZ_ASSERT(overlaps ? st == COBS_INVALID_ARGUMENT || (fail && st == COBS_NO_MEMORY) : fail);

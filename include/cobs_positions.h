@@ -75,12 +75,12 @@ cobs_status cobs_positions_insert(cobs_positions *_Nullable pos, const void *_Nu
                                   uintptr_t element, uint32_t slot);
 
 /// Records the `count` elements in slots `first`, `first + 1`, … (mod `mask + 1`), as
-/// `cobs_positions_insert` for each, in one call: the table grows once for the whole run, and
-/// from 2^15 buckets the buckets of later elements are prefetched while earlier ones are inserted.
-/// The caller guarantees that `ring` holds the run's elements there (reads them; none may be 0).
+/// `cobs_positions_insert` for each, in one call: one validation, and from 2^15 buckets the
+/// buckets of later elements are prefetched while earlier ones are inserted. The caller
+/// guarantees that `ring` holds the run's elements there (reads them; none may be 0).
 /// O(count) expected. Errors: COBS_INVALID_ARGUMENT (as for insert, a 0 element in the run, or
-/// `count > mask + 1`; a pair already recorded: the pairs this call added are removed again, so
-/// the index is unchanged), COBS_NO_MEMORY (index unchanged).
+/// `count > mask + 1`; a pair already recorded), COBS_NO_MEMORY. After an error the pairs this call
+/// added are removed again: the entries are as before (the table may have grown).
 cobs_status cobs_positions_insert_run(cobs_positions *_Nullable pos, const void *_Nullable ring, uint32_t mask,
                                       uint32_t first, size_t count);
 

@@ -765,10 +765,13 @@ static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
 #endif
 }
 
-/* A run of insertions (an append or an insertion of many elements): the table grows once, before
-** the loop, for the whole run, so that the buckets the loop prefetches (PREFETCHED REBUILD, above)
-** stay where they are; copies take no bucket, so the reservation is an upper bound. A refused pair
-** (or no memory for a copy's record) removes the pairs this call added, in reverse. */
+/* A run of insertions (an append or an insertion of many elements): one validation, then the
+** pairs in ring order with the buckets of later ones prefetched (PREFETCHED REBUILD, above). The
+** table is not grown ahead for the whole run: copies take no bucket, so a run of copies (an array
+** appended to itself) would double a table that needs nothing; add_pair grows it when a new
+** bucket needs room, and the hints in flight then point into the old table (a wasted hint, no
+** more). A refused pair, or no memory for a copy's record or a growth, removes the pairs this call
+** added, in reverse. */
 cobs_status cobs_positions_insert_run(cobs_positions *pos, const void *ring, uint32_t mask, uint32_t first,
                                       size_t count) {
     if (pos == NULL || ring == NULL || !mask_is_valid(mask) || first > mask || count > (size_t)mask + 1 ||
@@ -778,16 +781,9 @@ cobs_status cobs_positions_insert_run(cobs_positions *pos, const void *ring, uin
     for (size_t i = 0; i < count; i++) {
         if (ring_at(ring, (first + i) & mask) == 0) return COBS_INVALID_ARGUMENT;
     }
-    const size_t needed = capacity_for(pos->count + count);
-    if (needed == 0) return COBS_NO_MEMORY;
-    if (needed > pos->capacity) {
-        const cobs_status st = resize(pos, ring, needed);
-        if (st != COBS_OK) return st;
-    }
     const uint64_t bound_before = pos->slot_bound;
-    const bool prefetches = pos->capacity >= POS_PREFETCH_MIN_CAPACITY;
     for (size_t i = 0; i < count; i++) {
-        if (prefetches && i + POS_REBUILD_PREFETCH < count) {
+        if (pos->capacity >= POS_PREFETCH_MIN_CAPACITY && i + POS_REBUILD_PREFETCH < count) {
             prefetch_home(pos, hash_of(pos, ring_at(ring, (first + i + POS_REBUILD_PREFETCH) & mask)));
         }
         const uint32_t current = (uint32_t)((first + i) & mask);

@@ -172,7 +172,7 @@ import Testing
 
     @Test func aRunOfInsertionsAgreesWithInsertingOneByOne() {
         // 60,000 slots from near the end of a 2^17 ring (the run wraps) into an index that already
-        // holds 20,000: the table grows once to 2^17 buckets, where the run prefetches. 499 elements
+        // holds 20,000: the table grows during the run to 2^17 buckets, where the run prefetches. 499 elements
         // are in the run twice and one is already indexed, so copies join or start records.
         let ring = TestRing(mask: (1 << 17) - 1), first: UInt32 = (1 << 17) - 30_000
         let byRun = TestPositions(), oneByOne = TestPositions()
@@ -202,11 +202,14 @@ import Testing
         let ring = TestRing(mask: 255), index = TestPositions()
         for i in 0..<100 { ring[UInt32(i)] = element(i) }
         assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 0, 60), COBS_OK)
-        // Slots 40..<100: 40..<60 are recorded already, so the run is refused at its 21st pair and
-        // the 20 it added go again.
-        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 40, 60), COBS_INVALID_ARGUMENT)
+        // Slots 200...255 are new: 20 hold copies of indexed elements 0..<10 (so records start,
+        // some with three copies), the rest new elements. The run wraps to slot 0, recorded
+        // already: refused after adding 56 pairs, which go again, records and all.
+        for k in 0..<56 { ring[UInt32(200 + k)] = k < 20 ? element(k % 10) : element(1_000 + k) }
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 200, 58), COBS_INVALID_ARGUMENT)
         #expect(index.count == 60)
-        #expect(index.slots(ring, element(70)) == [] && index.slots(ring, element(59)) == [59])
+        #expect(index.slots(ring, element(3)) == [3], "the record the run started is gone")
+        #expect(index.slots(ring, element(1_030)) == [] && index.slots(ring, element(59)) == [59])
         index.assertInvariants(ring)
         ring[120] = 0
         assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 100, 30), COBS_INVALID_ARGUMENT)
@@ -214,7 +217,9 @@ import Testing
         assertStatus(cobs_positions_insert_run(nil, ring.pointer, ring.mask, 0, 1), COBS_INVALID_ARGUMENT)
         #expect(index.count == 60)
         assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 60, 40), COBS_OK)
-        #expect(index.count == 100 && index.slots(ring, element(99)) == [99])
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 200, 56), COBS_OK)
+        #expect(index.count == 156 && index.slots(ring, element(99)) == [99])
+        #expect(index.slots(ring, element(3)).sorted() == [3, 203, 213])
         index.assertInvariants(ring)
     }
 
