@@ -71,8 +71,9 @@ public macro KeyValueIgnored() = #externalMacro(module: "ObserveCoreMacrosPlugin
 /// let token = person.observe(\.label) { _, change in print(change.newValue!) }
 /// ```
 /// The class macro declares the key (`static let label = ObservableKey(\Person.label, name: "label",
-/// dependsOn: […])`) and lists it; write the key paths with their root type (an attribute's
-/// arguments have no `Self` to infer it from). Errors: on a stored property (observed directly),
-/// with no key path.
+/// dependsOn: […], read: { $0.label })`) and lists it; the reader lets a change read the property
+/// through its getter instead of applying the key path at run time. Write the key paths with their
+/// root type (an attribute's arguments have no `Self` to infer it from). Errors: on a stored
+/// property (observed directly), with no key path.
 @attached(peer)
 public macro KeyValueDependent(on dependencies: AnyKeyPath...) = #externalMacro(module: "ObserveCoreMacrosPlugin", type: "KeyValueDependentMacro")
