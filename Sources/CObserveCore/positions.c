@@ -746,11 +746,11 @@ cobs_status cobs_positions_insert(cobs_positions *pos, const void *ring, uint32_
 ** slots) those writes miss L2, and the probe of one insertion waits for its line before the next
 ** starts. The loop computes the home bucket of the element POS_REBUILD_PREFETCH positions ahead (a
 ** hash of its address from the ring: no element is read) and asks for its ctrl and slot lines, so
-** that the misses of consecutive insertions overlap. The table is sized for the whole rebuild (or
-** run) before the loop, so a prefetched address stays the bucket's. Measured with observe-bench
-** --scenarios array.setup --impls c --elements 100000 (the rebuild is most of a setup): see the
-** commit that added it. A table under POS_PREFETCH_MIN_CAPACITY buckets (160 KB) stays in L2,
-** where the hints would only cost their hashing. */
+** that the misses of consecutive insertions overlap. A rebuild sizes the table before its loop,
+** so a prefetched address stays the bucket's (a run may grow it midway: see there). Measured with
+** observe-bench --scenarios array.setup --impls c --elements 100000 (the rebuild is most of a
+** setup): see the commit that added it. A table under POS_PREFETCH_MIN_CAPACITY buckets (160 KB)
+** stays in L2, where the hints would only cost their hashing. */
 #define POS_REBUILD_PREFETCH 16u
 #define POS_PREFETCH_MIN_CAPACITY ((size_t)1 << 15)
 

@@ -159,7 +159,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     /// The index takes the run in one call (`insertRun`), then each element's membership is
-    /// counted: the C index grows once and prefetches, where one call per element did neither.
+    /// counted: the C index validates once and prefetches, where one call per element did neither.
     override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
         guard !indices.isEmpty else { return }
         let memberBits = _memberBits, addresses = ring.addresses

@@ -34,7 +34,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
     }
 
     deinit {
-        if _hasCached { _cached.deinitialize(count: 1) }
+        _forgetLocked()
         _cached.deallocate()
     }
 
@@ -42,6 +42,14 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
     private func _keepLocked(_ value: Value) {
         if _hasCached { _cached.pointee = value } else { _cached.initialize(to: value) }
         _hasCached = true
+    }
+
+    /// Drops the kept value, if any (lock held, or the driver is being freed).
+    private func _forgetLocked() {
+        if _hasCached {
+            _hasCached = false
+            _cached.deinitialize(count: 1)
+        }
     }
 
     override func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] {
@@ -71,10 +79,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
         _generation += 1
         let stale = _registrations
         _registrations = []
-        if _hasCached {
-            _hasCached = false
-            _cached.deinitialize(count: 1)
-        }
+        _forgetLocked()
         return stale
     }
 

@@ -16,9 +16,9 @@ import Synchronization
 /// Unbounded mode takes in bulk: a consumer whose own buffer (`_taken*`, touched by the consumer
 /// alone) is empty swaps it with the shared ring under the lock, then hands out what it took
 /// without locking. A producer and its consumer on two cores thus meet at the lock once per bulk
-/// instead of once per change. The other modes
-/// take one element per lock: `.latest` must fold into the one pending change, and `.bounded`
-/// counts each element taken to let one blocked producer go.
+/// instead of once per change. The other modes take one element per lock: `.latest` must fold
+/// into the one pending change, and `.bounded` counts each element taken to let one blocked
+/// producer go.
 ///
 /// Each ring grows to the largest burst it held and never shrinks, so a stream that once buffered
 /// a burst of n changes keeps up to two rings of n slots until it is freed.
@@ -87,7 +87,7 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
     deinit {
         for i in 0..<_count { (_ring + ((_head + i) & (_capacity - 1))).deinitialize(count: 1) }
         _ring.deallocate()
-        for i in 0..<_takenCount { (_taken + ((_takenHead + i) & (_takenCapacity - 1))).deinitialize(count: 1) }
+        _dropTaken()
         _taken.deallocate()
     }
 
