@@ -104,27 +104,47 @@ static inline COBS_READ_INLINE void cobs_read_fence(const cobs_thread_record *_N
 }
 
 /** Opens a read section of `object`'s cache on the calling thread. Nests. Pair with
-** `cobs_read_leave` on the same thread. Load the cache word after it returns. */
+** `cobs_read_leave` on the same thread. Load the cache word after it returns.
+**
+** A section nested directly inside one on the same object (a dependent key announced from its
+** dependency's notification), or nested deeper than the stack (already "reading everything"),
+** needs no fence: the enclosing section's store was fenced before any load this one can make,
+** and holds every cache of the object retired since, so the scan that could free them sees it.
+** The new slot and depth are still stored (a reclaimer that sees the depth before the slot reads
+** a stale object there: a false "held", never a missed one). */
 static inline COBS_READ_INLINE void cobs_read_enter(uintptr_t object) {
     cobs_thread_record *self = &cobs_thread_self;
     if (__builtin_expect(!self->registered, 0)) cobs_read_register_thread();
     const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
+    const bool covered = depth > COBS_READ_STACK
+        || (depth > 0 && atomic_load_explicit(&self->reading[depth - 1], memory_order_relaxed) == object);
     if (depth < COBS_READ_STACK) atomic_store_explicit(&self->reading[depth], object, memory_order_relaxed);
     atomic_store_explicit(&self->read_depth, depth + 1, memory_order_relaxed);
-    cobs_read_fence(self);
+    if (covered) atomic_signal_fence(memory_order_seq_cst);
+    else cobs_read_fence(self);
 }
 
 /** Closes the innermost read section, which read `object` (named for ThreadSanitizer builds
 ** only). Returns true when it was the outermost one and a reclaimer left caches this thread held:
 ** the caller should run the reclaimer (the Swift side's drain) once it holds no lock a freed
-** cache's contents could need. */
+** cache's contents could need.
+**
+** Only the outermost leave fences: its store of depth 0 must be ordered before its load of
+** `must_drain` (a reclaimer that still saw the section open marked the thread, and counts on
+** this load seeing the mark). A nested leave's release store is enough: a reclaimer that sees
+** the lower depth sees the section's reads done; one that sees the higher depth only holds a
+** cache longer. */
 static inline COBS_READ_INLINE bool cobs_read_leave(uintptr_t object) {
     cobs_thread_record *self = &cobs_thread_self;
     if (__builtin_expect(self->annotate, 0)) cobs_read_annotate_leave(object);
     const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
     atomic_store_explicit(&self->read_depth, depth - 1, memory_order_release);
+    if (depth != 1) {
+        atomic_signal_fence(memory_order_seq_cst);
+        return false;
+    }
     cobs_read_fence(self);
-    return depth == 1 && atomic_load_explicit(&self->must_drain, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&self->must_drain, memory_order_relaxed) != 0;
 }
 
 /** True when the calling thread is in no read section and a reclaimer asked it to drain: what a

@@ -64,6 +64,34 @@ struct ReadSectionRecordTests {
         #expect(reclaimable([a, b]) == [false, false])
     }
 
+    @Test("a section nested on the same object (entered without a fence) holds it until the outermost leave, which alone asks for a drain")
+    func nestedOnSameObjectHoldsUntilOutermost() {
+        let a = a
+        let inside = DispatchSemaphore(value: 0), next = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var innerDrain = true, outerDrain = false
+        Thread {
+            cobs_read_enter(a)
+            cobs_read_enter(a)                 // covered by the section around it: no fence
+            inside.signal()
+            next.wait()
+            innerDrain = cobs_read_leave(a)    // nested: never asks for a drain
+            inside.signal()
+            next.wait()
+            outerDrain = cobs_read_leave(a)
+            done.signal()
+        }.start()
+        inside.wait()
+        #expect(reclaimable([a]) == [true], "two sections deep on a")
+        next.signal()
+        inside.wait()
+        #expect(reclaimable([a]) == [true], "the outer section still reads a")
+        next.signal()
+        done.wait()
+        #expect(!innerDrain, "a nested leave does not drain")
+        #expect(outerDrain, "the outermost leave sees the reclaimer's mark")
+        #expect(reclaimable([a]) == [false])
+    }
+
     @Test("nesting deeper than the record's stack holds every retired cache")
     func deepNestingHoldsEverything() {
         let depth = Int(COBS_READ_STACK) + 1

@@ -96,6 +96,33 @@ struct ReadSectionTests {
         blocker.cancel()
     }
 
+    @Test("sections nested on one object (a handler setting another property of it) hold its caches until the outermost ends",
+          arguments: ObservationBackend.allCases)
+    func nestedOnOneObjectHoldsUntilOutermostEnds(backend: ObservationBackend) {
+        // The inner section opens with no fence (the outer one's record covers the object, see
+        // `cobs_read_enter`), and only the outermost leave fences and drains.
+        let person = Person(backend)
+        let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let shared = person
+        let relay = person.observe(\.age) { _, change in shared.name = "\(change.newValue ?? 0)" }
+        let blocker = person.observe(\.name) { _, _ in entered.signal(); proceed.wait() }
+        var token: ObservationToken?
+        let canary = observeWithCanary(person, into: &token)
+        Thread { shared.age = 1; done.signal() }.start()
+        entered.wait()                      // two sections deep, both on person
+        token?.cancel()                     // retires the cache both sections read
+        token = nil
+        #expect(canary() != nil, "the blocked thread reads person's cache in both sections")
+        #expect(_RetiredCaches.shared.count == 1)
+        proceed.signal()
+        done.wait()                         // the inner leave kept it; the outermost one freed it
+        #expect(canary() == nil, "freed when the outermost section ended")
+        #expect(_RetiredCaches.shared.count == 0)
+        #expect(person.name == "1")
+        relay.cancel()
+        blocker.cancel()
+    }
+
     @Test("a handler that cancels mid-delivery: the cache it iterates outlives the cancel, then goes",
           arguments: ObservationBackend.allCases)
     func cancelFromInsideHandler(backend: ObservationBackend) {
