@@ -8,20 +8,38 @@ import Dispatch
 internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
     /// Element key ids this registration wants element changes for (few: scanned linearly).
     final let elementKeyIDs: [UInt32]
-    /// The array, for element-key registrations only (to stop tracking when they all go).
-    private weak var _array: (any _ElementTrackingOwner)?
+    /// The first of `elementKeyIDs` (meaningless when there are none), and how many there are:
+    /// `wantsElementKey` answers for the usual single key without touching the array (reading
+    /// it on the element-change path retained and released it).
+    private let _firstElementKeyID: UInt32
+    private let _elementKeyCount: Int
+    /// The array, for element-key registrations only (to stop tracking when they all go). Not
+    /// `weak`, which would put the array's counts on a side table (`_UnownedReference`).
+    private let _array: _UnownedReference<AnyObject>?
 
     init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyPath: AnyKeyPath,
          observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
          delivery: ObservationDelivery, elementKeyIDs: [UInt32]) {
         self.elementKeyIDs = elementKeyIDs
-        if !elementKeyIDs.isEmpty { _array = array }
+        _firstElementKeyID = elementKeyIDs.first ?? 0
+        _elementKeyCount = elementKeyIDs.count
+        _array = elementKeyIDs.isEmpty ? nil : _UnownedReference(array)
         super.init(registrar: registrar, object: array, keyPath: keyPath, context: context, observer: observer,
                    options: options, delivery: delivery)
     }
 
+    /// Whether the registration asked for element key paths at all.
+    final var hasElementKeys: Bool { _elementKeyCount != 0 }
+
+    /// Whether the registration asked for changes of element key `keyID`.
+    @inline(__always)
+    final func wantsElementKey(_ keyID: UInt32) -> Bool {
+        if _elementKeyCount == 0 { return false }
+        return _firstElementKeyID == keyID || (_elementKeyCount > 1 && elementKeyIDs.contains(keyID))
+    }
+
     override func _didRemove() {
-        _array?._reconcileElementTracking()
+        (_array?.load() as? any _ElementTrackingOwner)?._reconcileElementTracking()
     }
 }
 
@@ -38,7 +56,7 @@ extension ObservableArray: _ElementTrackingOwner {
             guard let tracker = _tracker, tracker.isActive else { return }
             let live = kvoRegistrar._registry.registrations(object: UInt(bitPattern: ObjectIdentifier(self)),
                                                             keyID: _mutationKeyID)
-            let wanted = live.contains { !$0.isCancelled && !unsafeDowncast($0, to: _ArrayRegistrationBase.self).elementKeyIDs.isEmpty }
+            let wanted = live.contains { !$0.isCancelled && unsafeDowncast($0, to: _ArrayRegistrationBase.self).hasElementKeys }
             if !wanted {
                 tracker.deactivate(_storage)
                 _tracker = nil
@@ -345,9 +363,9 @@ extension ObservableArray {
         let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
-                let keys = unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs
-                anyElementKeys = anyElementKeys || !keys.isEmpty
-                if keys.contains(keyID) {
+                let registration = unsafeDowncast(entry, to: _ArrayRegistrationBase.self)
+                anyElementKeys = anyElementKeys || registration.hasElementKeys
+                if registration.wantsElementKey(keyID) {
                     wanted = true
                     wantsOld = wantsOld || entry.options.contains(.old)
                     wantsNew = wantsNew || entry.options.contains(.new)
@@ -359,7 +377,9 @@ extension ObservableArray {
             kvoRegistrar._leaveReadSectionUnderLock()
             return nil
         }
-        box.fillElementChange(snapshot: storage.takeUnretainedValue(), keyID: keyID, keyPath: { tracker.keyPath(for: keyID) })
+        storage._withUnsafeGuaranteedRef {
+            box.fillElementChange(snapshot: $0, keyID: keyID, keyPath: { tracker.keyPath(for: keyID) })
+        }
         if wantsOld || wantsNew { box.storeValues(values, wantsOld: wantsOld, wantsNew: wantsNew) }
         return (cache, range)
     }
@@ -375,7 +395,7 @@ extension ObservableArray {
         let registrations = cache._withUnsafeGuaranteedRef { $0.registrations }
         for index in range {
             registrations[index]._withUnsafeGuaranteedRef { entry in
-                guard unsafeDowncast(entry, to: _ArrayRegistrationBase.self).elementKeyIDs.contains(keyID) else { return }
+                guard unsafeDowncast(entry, to: _ArrayRegistrationBase.self).wantsElementKey(keyID) else { return }
                 unsafeDowncast(entry, to: _ArrayRegistration<Element>.self).deliver(self, change)
             }
         }

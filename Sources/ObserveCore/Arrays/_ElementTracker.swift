@@ -50,8 +50,10 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
 
 /// The tracker of an array of observable elements.
 internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTracker<Element>, @unchecked Sendable {
-    /// The array, weakly: an element change racing with the array's deinit finds nil here.
-    weak var array: ObservableArray<Element>?
+    /// The array, not retained: an element change racing with the array's deinit loads nil.
+    /// Not `weak`: that put the array's counts on a side table, and every retain and release of
+    /// the array on the runtime's slow path (see `_UnownedReference`).
+    let array: _UnownedReference<ObservableArray<Element>>
     private let _index: any _PositionIndexing
     /// Member bits of the tracked element keys (see `keys` in the base class).
     @exclusivity(unchecked) private var _memberBits: UInt64 = 0
@@ -70,7 +72,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     /// At 100k elements the index pass is ~11 ns and the membership pass ~8.5 ns per element.
     init(array: ObservableArray<Element>, keys elementKeys: [_ElementKey], ring: _RingBuffer<Element>) {
         let keyIDs = elementKeys.map(\.id)
-        self.array = array
+        self.array = _UnownedReference(array)
         self._index = array.kvoRegistrar.backend.makePositionIndex(capacityHint: ring.count)
         super.init()
         self.keys = elementKeys
@@ -244,7 +246,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     override func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
-        guard let array else { return }
+        guard let array = array.load() else { return }
         // Only the element's address is used (to find its indices): the object that changed may
         // be of a superclass of `Element` when the key is declared there, and then is not in
         // this array, so it is never cast to `Element`.

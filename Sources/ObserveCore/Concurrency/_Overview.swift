@@ -18,6 +18,10 @@
 // - `_ThreadDepth` (`_ThreadDepth.swift`): the runaway-recursion depth, in the same C
 //   thread-local record (inline accessors: no call).
 // - `_ThreadLocal` (`_ThreadLocal.swift`): one object per thread (silence scopes, transactions).
+// - `_UnownedReference` (`_UnownedReference.swift`): a reference that loads nil once its object
+//   began to die, like `weak`, but without moving the object's counts to a side table (which
+//   sends every later retain and release of it down the runtime's slow path). Used for the
+//   array an element tracker and an element-key registration point back to.
 // - `_CopyOnWriteHandoff` (`_CopyOnWriteHandoff.swift`): an array's storage, shared as a
 //   copy-on-write snapshot, is read on one thread, dropped, then found unique and written on
 //   another; the reference count orders that, but inside the uninstrumented Swift runtime, so in

@@ -373,6 +373,28 @@ struct ElementObservationTests {
         #expect(ObservationRuntime.liveRegistrationCount == before)
     }
 
+    @Test("a handler that drops the last reference to its array: the change completes, the array dies, later sets are not reported",
+          arguments: ObservationBackend.allCases)
+    func handlerReleasesItsArray(backend: ObservationBackend) {
+        // The tracker holds its array unowned (`_UnownedReference`), not weakly: the element
+        // change holds a strong reference while it delivers, and a dead array loads as nil.
+        let ada = Student(backend, "ada")
+        let tracker = LifetimeTracker()
+        var holder: ObservableArray<Student>? = tracker.track(ObservableArray([ada, ada], backend: backend))
+        var heard: [[Int]] = []
+        let token = holder!.observe(elementKeyPaths: [\.name]) { array, change in
+            heard.append(change.elements.map { $0.newIndex! })
+            #expect(array.count == 2, "the array is alive while its handler runs")
+            holder = nil                              // the last strong reference but the delivery's
+        }
+        ada.name = "ada!"
+        #expect(heard == [[0, 1]])
+        #expect(tracker.survivors.isEmpty, "the array died once the change was delivered")
+        ada.name = "ada!!"
+        #expect(heard == [[0, 1]], "a dead array reports nothing")
+        token.cancel()
+    }
+
     @Test("cancelling the last element-key observer stops element tracking at once", arguments: ObservationBackend.allCases)
     func cancellingStopsTracking(backend: ObservationBackend) {
         let ada = Student(backend, "ada")
