@@ -193,9 +193,12 @@ internal func _nilValue<Value>(_: Value.Type) -> Value {
     return optional._none as! Value
 }
 
-/// `value` as `Target` when the two are the same type (checked by the caller): a copy through a
-/// rebound pointer, so no dynamic cast runs on the notification path.
+/// `value` as `Target` when the two are the same type (checked by the caller), so no dynamic
+/// cast runs on the notification path. A bit cast (a copy by `Target`'s value witness, after a
+/// size check): the copy through a rebound pointer it replaced ran `withUnsafePointer` and
+/// `withMemoryRebound` unspecialized, with two closure contexts, about 110 instructions a cast
+/// (callgrind, chain leaf set: 2,814 -> 2,376 instructions).
 @inline(__always)
 internal func _identityCast<Source, Target>(_ value: Source, to: Target.Type) -> Target {
-    withUnsafePointer(to: value) { $0.withMemoryRebound(to: Target.self, capacity: 1) { $0.pointee } }
+    unsafeBitCast(value, to: Target.self)
 }
