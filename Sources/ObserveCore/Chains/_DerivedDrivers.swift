@@ -42,7 +42,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
         // Drivers of a former object at the same address (it died; its hooks already ran, so
         // this only guards against a missed one).
         drivers.removeAll { driver in
-            guard driver.object !== object else { return false }
+            guard driver.object?.load() !== object else { return false }
             stale.append(driver)
             return true
         }
@@ -55,7 +55,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
             return
         }
         let driver = plan.makeDriver(makeAnnouncer())
-        driver.object = object
+        driver.object = _UnownedReference(object)
         driver.keyID = keyID
         driver.registry = registry
         drivers.append(driver)
@@ -75,7 +75,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
             var kept: [_DerivedDriver] = []
             for driver in drivers {
                 let concerned = keyID == nil || driver.keyID == keyID
-                if concerned && (driver.object == nil
+                if concerned && (driver.object?.load() == nil
                                  || driver.registry.registrations(object: address, keyID: driver.keyID).isEmpty) {
                     detached.append(driver)
                 } else {
@@ -110,7 +110,12 @@ internal final class _DerivedDrivers: @unchecked Sendable {
 /// registrations to remove, which the base removes after unlocking.
 internal class _DerivedDriver: @unchecked Sendable {
     let lock = _Lock()
-    weak var object: AnyObject?
+    /// The object whose derived key this drives; set by `attach` before the driver is shared.
+    /// Not `weak`: that put the user's object on a side table, and every retain and release of
+    /// it, anywhere in the program, on the runtime's slow path (`_UnownedReference`). Holding its
+    /// memory costs nothing lasting: a dying object's drivers are detached and dropped by its
+    /// deinit (`objectDidDie`).
+    @exclusivity(unchecked) var object: _UnownedReference<AnyObject>?
     /// Set once by `attach`, before the driver is shared.
     @exclusivity(unchecked) var keyID: UInt32 = 0
     @exclusivity(unchecked) var registry: _Registry!

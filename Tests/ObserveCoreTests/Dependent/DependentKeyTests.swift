@@ -21,6 +21,33 @@ struct DependentKeyTests {
         #expect(changes.count == 3)
     }
 
+    @Test("an object observed through a dependent key dies when released; its driver goes with it",
+          arguments: ObservationBackend.allCases)
+    func observedObjectDiesWithItsDriver(backend: ObservationBackend) {
+        // The driver holds its object unowned (`_UnownedReference`), not weakly: it must neither
+        // keep the object alive nor outlive it in the drivers' table.
+        let tracker = LifetimeTracker()
+        let before = ObservationRuntime.liveRegistrationCount
+        var heard: [String] = []
+        var token: ObservationToken?
+        do {
+            let ada = tracker.track(Employee(backend, first: "Ada", last: "Byron", office: Office(backend, city: "London")))
+            token = ada.observe(\.fullName, options: [.new]) { _, change in heard.append(change.newValue!) }
+            #expect(ObservationRuntime.liveRegistrationCount == before + 3, "the observer's, and the driver's on two dependencies")
+            ada.lastName = "Lovelace"
+        }
+        #expect(tracker.survivors.isEmpty, "the driver did not keep the object alive")
+        #expect(ObservationRuntime.liveRegistrationCount == before, "the driver's registrations went with its object")
+        #expect(heard == ["Ada Lovelace"])
+        token?.cancel()
+        // A new object (perhaps at the dead one's address) gets a driver of its own.
+        let eva = Employee(backend, first: "Eva", last: "Byron", office: Office(backend, city: "Paris"))
+        let again = eva.observe(\.fullName, options: [.new]) { _, change in heard.append(change.newValue!) }
+        eva.firstName = "Ada"
+        #expect(heard == ["Ada Lovelace", "Ada Byron"])
+        again.cancel()
+    }
+
     @Test("skipEqualValues on a dependent key skips sets that do not change it", arguments: ObservationBackend.allCases)
     func skipEqualValuesOnADependentKey(backend: ObservationBackend) {
         let ada = Employee(backend, first: "Ada", last: "Lovelace", office: Office(backend, city: "London"))
