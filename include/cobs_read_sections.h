@@ -11,8 +11,9 @@
 ** Ordering. The reader stores "I read object X", then loads the cache word; the writer exchanges
 ** the word, then reads the records. Each side needs its store ordered before its load (store-load
 ** order, which processors do not give for free). By default each side executes a full fence
-** between the two: the reader in `cobs_read_enter` and `cobs_read_leave`, the reclaimer before
-** its scan. So either the reader's store is visible to the scan, or the reader's load sees the
+** between the two: the reader in `cobs_read_enter` and in its outermost `cobs_read_leave` (a
+** section nested directly in one on the same object, and a nested leave, rely on the fences
+** around them: see those functions), the reclaimer before its scan. So either the reader's store is visible to the scan, or the reader's load sees the
 ** new word (the old cache is out of its reach). Built with COBS_READ_MEMBARRIER=1 on Linux, the
 ** reader's fence becomes a compiler barrier and the reclaimer first runs
 ** `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the process
@@ -107,17 +108,19 @@ static inline COBS_READ_INLINE void cobs_read_fence(const cobs_thread_record *_N
 ** `cobs_read_leave` on the same thread. Load the cache word after it returns.
 **
 ** A section nested directly inside one on the same object (a dependent key announced from its
-** dependency's notification), or nested deeper than the stack (already "reading everything"),
-** needs no fence: the enclosing section's store was fenced before any load this one can make,
-** and holds every cache of the object retired since, so the scan that could free them sees it.
+** dependency's notification) needs no fence: the enclosing section's slot names the object and
+** was fenced before any load this one can make, and it holds every cache of the object retired
+** since, so the scan that could free them sees it. That holds while the enclosing section has a
+** slot (depth <= COBS_READ_STACK); deeper, every enter fences, because the store that took the
+** depth past the stack ("reading everything") may itself have been one of these unfenced ones.
 ** The new slot and depth are still stored (a reclaimer that sees the depth before the slot reads
 ** a stale object there: a false "held", never a missed one). */
 static inline COBS_READ_INLINE void cobs_read_enter(uintptr_t object) {
     cobs_thread_record *self = &cobs_thread_self;
     if (__builtin_expect(!self->registered, 0)) cobs_read_register_thread();
     const uintptr_t depth = atomic_load_explicit(&self->read_depth, memory_order_relaxed);
-    const bool covered = depth > COBS_READ_STACK
-        || (depth > 0 && atomic_load_explicit(&self->reading[depth - 1], memory_order_relaxed) == object);
+    const bool covered = depth > 0 && depth <= COBS_READ_STACK
+        && atomic_load_explicit(&self->reading[depth - 1], memory_order_relaxed) == object;
     if (depth < COBS_READ_STACK) atomic_store_explicit(&self->reading[depth], object, memory_order_relaxed);
     atomic_store_explicit(&self->read_depth, depth + 1, memory_order_relaxed);
     if (covered) atomic_signal_fence(memory_order_seq_cst);

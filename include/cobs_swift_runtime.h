@@ -23,7 +23,14 @@
 ** object whose memory the caller keeps allocated (an unowned reference does); returns `object`
 ** with one strong reference added when it is not deinitializing, NULL with nothing changed
 ** otherwise (the runtime's signature: a pointer, not a bool — read as a bool, an address ending
-** in a zero byte looked like a failure). Thread safety: any thread, concurrently with any retain, release or deinit.
+** in a zero byte looked like a failure). Thread safety: any thread, concurrently with any
+** retain, release or deinit.
+**
+** swift_isDeallocating: whether `object`'s deinitialization has begun, with no retain (same
+** contract for `object`, same thread safety). `_UnownedReference.isDead`.
+**
+** Neither is used where Objective-C interoperability exists: an object there may be an
+** Objective-C one, whose counts these functions cannot read.
 */
 #ifndef COBS_SWIFT_RUNTIME_H
 #define COBS_SWIFT_RUNTIME_H
@@ -37,6 +44,8 @@ extern "C" {
 bool swift_isUniquelyReferenced_nonNull_native(const void *_Nonnull object);
 
 void *_Nullable swift_tryRetain(const void *_Nonnull object);
+
+bool swift_isDeallocating(const void *_Nonnull object);
 
 #ifdef __cplusplus
 }

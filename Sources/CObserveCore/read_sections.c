@@ -31,7 +31,9 @@
 #endif
 
 /* Who pays for the store-load order (see the header, "Ordering"): with COBS_READ_MEMBARRIER=1 on
-** Linux, the reclaimer's membarrier; otherwise, the default, every enter and leave fences.
+** Linux, the reclaimer's membarrier; otherwise, the default, the reader's enters and outermost
+** leaves fence (a section nested directly in one on the same object and a nested leave skip
+** theirs: cobs_read_sections.h).
 ** Measured on this project's 2-core VMs (observe-bench, the same commit built both ways):
 ** membarrier made a notified set 3% cheaper (20.4 vs 21.0 ns) and a registration change while
 ** another thread reads 14 times dearer (`threads.2-observe-churn`: 651 vs 46.5 ns per set, one

@@ -64,6 +64,7 @@ struct ReadSectionRecordTests {
         #expect(reclaimable([a, b]) == [false, false])
     }
 
+    /// What the records say, not the ordering (the semaphores order everything here).
     @Test("a section nested on the same object (entered without a fence) holds it until the outermost leave, which alone asks for a drain")
     func nestedOnSameObjectHoldsUntilOutermost() {
         let a = a

@@ -9,12 +9,14 @@ internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
     /// Element key ids this registration wants element changes for (few: scanned linearly).
     final let elementKeyIDs: [UInt32]
     /// The first of `elementKeyIDs` (meaningless when there are none), and how many there are:
-    /// `wantsElementKey` answers for the usual single key without touching the array (reading
-    /// it on the element-change path retained and released it).
+    /// `wantsElementKey` answers for the usual single key without copying `elementKeyIDs`
+    /// (a copy on the element-change path cost a retain and a release).
     private let _firstElementKeyID: UInt32
     private let _elementKeyCount: Int
     /// The array, for element-key registrations only (to stop tracking when they all go). Not
-    /// `weak`, which would put the array's counts on a side table (`_UnownedReference`).
+    /// `weak`, which would put the array's counts on a side table (`_UnownedReference`). A token
+    /// that outlives its array keeps this registration, and so the dead array's allocation (not
+    /// its elements or storage), until the token is released.
     private let _array: _UnownedReference<AnyObject>?
 
     init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyPath: AnyKeyPath,

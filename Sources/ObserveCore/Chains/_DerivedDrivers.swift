@@ -39,10 +39,13 @@ internal final class _DerivedDrivers: @unchecked Sendable {
         var stale: [_DerivedDriver] = []
         _lock.lock()
         var drivers = _byObject[address] ?? []
-        // Drivers of a former object at the same address (it died; its hooks already ran, so
-        // this only guards against a missed one).
+        // Drivers of another object at this address: cannot happen while a driver's unowned
+        // reference keeps its dead object's memory (a missed `objectDidDie` would leave that
+        // driver, and the memory, here for good); kept as a guard for Darwin, where the
+        // reference is weak. Compared by address, with no load: a load's release could be the
+        // object's last and run its deinit, which takes `_lock`, under `_lock`.
         drivers.removeAll { driver in
-            guard driver.object?.load() !== object else { return false }
+            guard let reference = driver.object, !reference.refers(to: object) else { return false }
             stale.append(driver)
             return true
         }
@@ -75,7 +78,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
             var kept: [_DerivedDriver] = []
             for driver in drivers {
                 let concerned = keyID == nil || driver.keyID == keyID
-                if concerned && (driver.object?.load() == nil
+                if concerned && (driver.object?.isDead ?? true
                                  || driver.registry.registrations(object: address, keyID: driver.keyID).isEmpty) {
                     detached.append(driver)
                 } else {
@@ -114,7 +117,8 @@ internal class _DerivedDriver: @unchecked Sendable {
     /// Not `weak`: that put the user's object on a side table, and every retain and release of
     /// it, anywhere in the program, on the runtime's slow path (`_UnownedReference`). Holding its
     /// memory costs nothing lasting: a dying object's drivers are detached and dropped by its
-    /// deinit (`objectDidDie`).
+    /// deinit (`objectDidDie`). (A dependent key's object then has no side table; a chain's root
+    /// still has one, named weakly as the observer of the chain's registrations.)
     @exclusivity(unchecked) var object: _UnownedReference<AnyObject>?
     /// Set once by `attach`, before the driver is shared.
     @exclusivity(unchecked) var keyID: UInt32 = 0

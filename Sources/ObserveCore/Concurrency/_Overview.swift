@@ -22,7 +22,7 @@
 //   began to die, like `weak`, but without moving the object's counts to a side table (which
 //   sends every later retain and release of it down the runtime's slow path). Used for the
 //   array an element tracker and an element-key registration point back to, and for the object
-//   a derived key's driver (chain or dependent key) serves.
+//   a derived key's driver (chain or dependent key) serves. A plain `weak` reference on Darwin.
 // - `_CopyOnWriteHandoff` (`_CopyOnWriteHandoff.swift`): an array's storage, shared as a
 //   copy-on-write snapshot, is read on one thread, dropped, then found unique and written on
 //   another; the reference count orders that, but inside the uninstrumented Swift runtime, so in

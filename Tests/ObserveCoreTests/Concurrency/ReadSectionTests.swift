@@ -100,7 +100,9 @@ struct ReadSectionTests {
           arguments: ObservationBackend.allCases)
     func nestedOnOneObjectHoldsUntilOutermostEnds(backend: ObservationBackend) {
         // The inner section opens with no fence (the outer one's record covers the object, see
-        // `cobs_read_enter`), and only the outermost leave fences and drains.
+        // `cobs_read_enter`), and only the outermost leave fences and drains. This checks what
+        // the sections hold and who drains, not the memory ordering (the semaphores order
+        // everything here): that argument is in the header.
         let person = Person(backend)
         let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) let shared = person
