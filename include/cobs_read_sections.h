@@ -13,8 +13,9 @@
 ** order, which processors do not give for free). By default each side executes a full fence
 ** between the two: the reader in `cobs_read_enter` and in its outermost `cobs_read_leave` (a
 ** section nested directly in one on the same object, and a nested leave, rely on the fences
-** around them: see those functions), the reclaimer before its scan. So either the reader's store is visible to the scan, or the reader's load sees the
-** new word (the old cache is out of its reach). Built with COBS_READ_MEMBARRIER=1 on Linux, the
+** around them: see those functions), the reclaimer before its scan. So either the reader's
+** store is visible to the scan, or the reader's load sees the new word (the old cache is out of
+** its reach). Built with COBS_READ_MEMBARRIER=1 on Linux, the
 ** reader's fence becomes a compiler barrier and the reclaimer first runs
 ** `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the process
 ** execute a full barrier (the asymmetric fence of userspace RCU's "memb" flavour); it then skips

@@ -21,9 +21,7 @@
 ///   re-wiring, or a registration made by an earlier full wiring) is ignored: each level records
 ///   the identity of its object and each full wiring bumps a generation.
 internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriver, @unchecked Sendable {
-    /// The announcer's closures, held here (see `_DependentDriver`: no retain per call).
-    private let _announceDidSet: (Root, Value, Value) -> Void
-    private let _announceWillSet: (Root, Value) -> Void
+    private let _announcer: _DerivedAnnouncer<Root, Value>
     private let _hops: [_AnyHop]
     private let _equals: ((Value, Value) -> Bool)?
     // Guarded by `lock`.
@@ -33,8 +31,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
 
     init(announcer: _DerivedAnnouncer<Root, Value>, hops: [_AnyHop]) {
         _require(!hops.isEmpty, "ObserveCore internal error: a chain needs a hop")
-        _announceDidSet = announcer.didSet
-        _announceWillSet = announcer.willSet
+        _announcer = announcer
         _hops = hops
         _equals = _equality(Value.self)
         _objects = Array(repeating: nil, count: hops.count)
@@ -112,7 +109,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         let typedRoot = unsafeDowncast(root, to: Root.self)
         if isPrior {
             let wired = lock.withLock { _isWiredLocked(level, generation, object) }
-            if wired { _announceWillSet(typedRoot, _evaluate(from: 0, root)) }
+            if wired { _announcer.announceWillSet(typedRoot, _evaluate(from: 0, root)) }
             return
         }
         lock.lock()
@@ -131,7 +128,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         lock.unlock()
         _remove(stale)
         if let _equals, _equals(oldValue, newValue) { return }
-        _announceDidSet(typedRoot, oldValue, newValue)
+        _announcer.announceDidSet(typedRoot, oldValue, newValue)
     }
 
     private func _leafDidChange(generation: Int, root: AnyObject, object: AnyObject, oldValue: Value, newValue: Value,
@@ -142,9 +139,9 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         guard wired else { return }
         let typedRoot = unsafeDowncast(root, to: Root.self)
         if isPrior {
-            _announceWillSet(typedRoot, oldValue)
+            _announcer.announceWillSet(typedRoot, oldValue)
         } else {
-            _announceDidSet(typedRoot, oldValue, newValue)
+            _announcer.announceDidSet(typedRoot, oldValue, newValue)
         }
     }
 }

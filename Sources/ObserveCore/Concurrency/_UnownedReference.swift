@@ -34,7 +34,8 @@ internal struct _UnownedReference<Object: AnyObject>: @unchecked Sendable {
     /// The object, strongly, unless its deinitialization has begun.
     func load() -> Object? { _object }
 
-    /// Whether the object's deinitialization has begun. Takes no strong reference.
+    /// Whether the object's deinitialization has begun (a weak load here: it takes and drops
+    /// a strong reference, as the `weak` reference this replaced did).
     var isDead: Bool { _object == nil }
 
     /// Whether this refers to `object`.

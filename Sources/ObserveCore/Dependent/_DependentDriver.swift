@@ -17,10 +17,7 @@
 /// typed by `Value`, not in a `Value?`: this class is generic code no caller specializes, and an
 /// optional of the generic value looked up its metadata on every change.
 internal final class _DependentDriver<Root: KeyValueObservable, Value>: _DerivedDriver, @unchecked Sendable {
-    /// The announcer's closures, held here: called through the announcer (another object's
-    /// field), each call retained and released the closure's context (two atomic operations).
-    private let _announceDidSet: (Root, Value, Value) -> Void
-    private let _announceWillSet: (Root, Value) -> Void
+    private let _announcer: _DerivedAnnouncer<Root, Value>
     private let _read: (Root) -> Value
     private let _dependencies: [PartialKeyPath<Root>]
     // Guarded by `lock`.
@@ -31,8 +28,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
     @exclusivity(unchecked) private var _generation = 0
 
     init(announcer: _DerivedAnnouncer<Root, Value>, read: ((Root) -> Value)?, dependencies: [PartialKeyPath<Root>]) {
-        _announceDidSet = announcer.didSet
-        _announceWillSet = announcer.willSet
+        _announcer = announcer
         _read = read ?? announcer.read
         _dependencies = dependencies
     }
@@ -101,7 +97,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
         let oldValue = _cached.move()
         _cached.initialize(to: newValue)
         lock.unlock()
-        _announceDidSet(root, oldValue, newValue)
+        _announcer.announceDidSet(root, oldValue, newValue)
     }
 
     /// `.prior`: announces the kept value as the one about to change.
@@ -110,6 +106,6 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
             guard !isDetached && generation == _generation && _hasCached else { return nil }
             return _cached.pointee
         }
-        if let kept { _announceWillSet(root, kept) }
+        if let kept { _announcer.announceWillSet(root, kept) }
     }
 }

@@ -62,6 +62,17 @@ internal final class _DerivedAnnouncer<Root: KeyValueObservable, Value>: @unchec
         self.willSet = { root, oldValue in root.kvoRegistrar.willSet(key, of: root, from: oldValue) }
         self.read = { root in root[keyPath: keyPath] }
     }
+
+    /// Announces a change of the key. Drivers call these, not `didSet` through the announcer: a
+    /// closure read from another object's field and called was retained and released around the
+    /// call (two atomic operations per change); called from its owner's method, inlined, it is
+    /// not (callgrind, dependent set: 747 -> 704 instructions, no retain).
+    @inline(__always) final func announceDidSet(_ root: Root, _ oldValue: Value, _ newValue: Value) {
+        didSet(root, oldValue, newValue)
+    }
+
+    /// Announces the change about to happen (`.prior`); see `announceDidSet`.
+    @inline(__always) final func announceWillSet(_ root: Root, _ oldValue: Value) { willSet(root, oldValue) }
 }
 
 /// Registrations of `object` for `keyID` (or for any key, when nil) were removed and a group
