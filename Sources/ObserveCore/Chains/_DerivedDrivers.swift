@@ -112,7 +112,8 @@ internal final class _DerivedDrivers: @unchecked Sendable {
 /// object, replacing what was there) and `_unwireLocked` (forget everything); both return the
 /// registrations to remove, which the base removes after unlocking.
 internal class _DerivedDriver: @unchecked Sendable {
-    let lock = _Lock()
+    /// Shared with state the subclass keeps outside itself (`_DependentCell`).
+    let lock: _Lock
     /// The object whose derived key this drives; set by `attach` before the driver is shared.
     /// Not `weak`: that put the user's object on a side table, and every retain and release of
     /// it, anywhere in the program, on the runtime's slow path (`_UnownedReference`). Holding its
@@ -130,6 +131,8 @@ internal class _DerivedDriver: @unchecked Sendable {
     /// The context of the registrations a chain driver makes (with the root as observer): unique
     /// while the driver lives. A dependent key's driver registers with no observer, so no context.
     final var context: ObservationContext { ObservationContext(self) }
+
+    init(lock: _Lock = _Lock()) { self.lock = lock }
 
     func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] { fatalError("abstract") }
     func _unwireLocked() -> [_AnyRegistration] { fatalError("abstract") }

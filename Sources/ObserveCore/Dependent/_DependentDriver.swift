@@ -13,52 +13,30 @@
 /// (`@KeyValueDependent` does), else through the announcer's key path read: a key path captured by
 /// a closure is applied at run time (`KeyPath._projectReadOnly`, about 900 of ~2,300 instructions
 /// per change, callgrind), however specialized the closure, while `{ $0.fullName }` written where
-/// the class is declared calls the getter. The kept value lives in a one-element allocation
-/// typed by `Value`, not in a `Value?`: this class is generic code no caller specializes, and an
-/// optional of the generic value looked up its metadata on every change.
+/// the class is declared calls the getter. The kept value and the generation live in a
+/// `_DependentCell`, which the announcer's `dependencyDidChange` step (specialised for `Root` and
+/// `Value`) reads and swaps on each change; this class, generic code no caller specializes, only
+/// wires and unwires.
 internal final class _DependentDriver<Root: KeyValueObservable, Value>: _DerivedDriver, @unchecked Sendable {
     private let _announcer: _DerivedAnnouncer<Root, Value>
-    private let _read: (Root) -> Value
+    private let _cell: _DependentCell<Root, Value>
     private let _dependencies: [PartialKeyPath<Root>]
     // Guarded by `lock`.
     @exclusivity(unchecked) private var _registrations: [_AnyRegistration] = []
-    /// The value last announced, initialized while `_hasCached` (wired).
-    private let _cached = UnsafeMutablePointer<Value>.allocate(capacity: 1)
-    @exclusivity(unchecked) private var _hasCached = false
-    @exclusivity(unchecked) private var _generation = 0
 
     init(announcer: _DerivedAnnouncer<Root, Value>, read: ((Root) -> Value)?, dependencies: [PartialKeyPath<Root>]) {
         _announcer = announcer
-        _read = read ?? announcer.read
         _dependencies = dependencies
-    }
-
-    deinit {
-        _forgetLocked()
-        _cached.deallocate()
-    }
-
-    /// Replaces the kept value (lock held).
-    private func _keepLocked(_ value: Value) {
-        if _hasCached { _cached.pointee = value } else { _cached.initialize(to: value) }
-        _hasCached = true
-    }
-
-    /// Drops the kept value, if any (lock held, or the driver is being freed).
-    private func _forgetLocked() {
-        if _hasCached {
-            _hasCached = false
-            _cached.deinitialize(count: 1)
-        }
+        let lock = _Lock()
+        _cell = _DependentCell(lock: lock, read: read ?? announcer.read)
+        super.init(lock: lock)
     }
 
     override func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] {
-        _generation += 1
-        let generation = _generation
+        let generation = _cell.rewireLocked(keeping: unsafeDowncast(root, to: Root.self))
         let stale = _registrations
         _registrations = []
         let typedRoot = unsafeDowncast(root, to: Root.self)
-        _keepLocked(_read(typedRoot))
         for dependency in _dependencies {
             guard let opener = dependency as? any _ErasedKeyPath else {
                 _misuse("ObserveCore: \(dependency), a dependency of a key of \(Root.self), is not a readable key path")
@@ -68,7 +46,11 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
             // release of the root through its side table (and a weak load per delivery).
             let registration = opener._registerSignal(on: typedRoot, options: wantsPrior ? [.prior] : []) {
                 [self] object, isPrior in
-                _dependencyDidChange(generation: generation, root: object, isPrior: isPrior)
+                if isPrior {
+                    _dependencyWillChange(generation: generation, root: object)
+                } else {
+                    _announcer.dependencyChanged(_cell, object, generation: generation)
+                }
             }
             if let registration { _registrations.append(registration) }
         }
@@ -76,36 +58,73 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
     }
 
     override func _unwireLocked() -> [_AnyRegistration] {
-        _generation += 1
+        _cell.forgetLocked()
         let stale = _registrations
         _registrations = []
-        _forgetLocked()
         return stale
-    }
-
-    private func _dependencyDidChange(generation: Int, root: Root, isPrior: Bool) {
-        if isPrior {
-            _dependencyWillChange(generation: generation, root: root)
-            return
-        }
-        let newValue = _read(root)               // the getter runs outside the lock
-        lock.lock()
-        guard !isDetached && generation == _generation && _hasCached else {
-            lock.unlock()
-            return
-        }
-        let oldValue = _cached.move()
-        _cached.initialize(to: newValue)
-        lock.unlock()
-        _announcer.announceDidSet(root, oldValue, newValue)
     }
 
     /// `.prior`: announces the kept value as the one about to change.
     private func _dependencyWillChange(generation: Int, root: Root) {
-        let kept: Value? = lock.withLock {
-            guard !isDetached && generation == _generation && _hasCached else { return nil }
-            return _cached.pointee
-        }
+        let kept: Value? = lock.withLock { _cell.kept(generation: generation) }
         if let kept { _announcer.announceWillSet(root, kept) }
+    }
+}
+
+/// What a dependent key's driver keeps between changes: the value last announced and the
+/// generation of the wiring, both guarded by the driver's lock.
+///
+/// Invariants (under `lock`): `_kept` is nil exactly while the driver is not wired (before its
+/// first wiring, and after it was unwired or detached); every wiring and unwiring bumps
+/// `_generation`, so a notification from a registration of an earlier wiring (a change racing
+/// with a re-wiring) finds another generation and is dropped.
+///
+/// `replace` is inlinable so that it runs specialised inside the announcer's
+/// `dependencyDidChange` step; the rest runs only when the driver wires or unwires.
+@usableFromInline
+internal final class _DependentCell<Root, Value>: @unchecked Sendable {
+    @usableFromInline let _lock: _Lock
+    /// Reads the dependent property (the key's `read` closure, or the key path's read).
+    @usableFromInline let _read: (Root) -> Value
+    @usableFromInline @exclusivity(unchecked) var _generation = 0
+    @usableFromInline @exclusivity(unchecked) var _kept: Value?
+
+    init(lock: _Lock, read: @escaping (Root) -> Value) {
+        _lock = lock
+        _read = read
+    }
+
+    /// For a change announced by a registration of wiring `generation`: reads the new value
+    /// (outside the lock: the getter may do anything), keeps it, and returns it with the value
+    /// it replaced; nil when that wiring is gone.
+    @inlinable
+    func replace(on root: Root, generation: Int) -> (oldValue: Value, newValue: Value)? {
+        let newValue = _read(root)
+        _lock.lock()
+        guard generation == _generation, let oldValue = _kept else {
+            _lock.unlock()
+            return nil
+        }
+        _kept = newValue
+        _lock.unlock()
+        return (oldValue, newValue)
+    }
+
+    /// The kept value if wiring `generation` is current (lock held).
+    func kept(generation: Int) -> Value? {
+        generation == _generation ? _kept : nil
+    }
+
+    /// Starts a new wiring: keeps `root`'s current value and returns the new generation (lock held).
+    func rewireLocked(keeping root: Root) -> Int {
+        _generation += 1
+        _kept = _read(root)
+        return _generation
+    }
+
+    /// Ends the wiring: forgets the kept value (lock held).
+    func forgetLocked() {
+        _generation += 1
+        _kept = nil
     }
 }

@@ -199,6 +199,21 @@ struct DependentKeyTests {
         }
         #expect(Badge.live.load(ordering: .relaxed) == before, "every badge read was released, none twice")
     }
+
+    @Test("an optional dependent value: a nil kept value is announced as the old value, not taken for no value",
+          arguments: ObservationBackend.allCases)
+    func optionalDependentValue(backend: ObservationBackend) {
+        let box = ReadCountingBox(backend, width: 0, height: 1)
+        var changes: [String] = []
+        let token = box.observe(\.label, options: [.old, .new]) { _, change in
+            changes.append("\(change.oldValue!.map { "'\($0)'" } ?? "nil") -> \(change.newValue!.map { "'\($0)'" } ?? "nil")")
+        }
+        box.width = 2
+        box.height = 0
+        box.height = 0
+        #expect(changes == ["nil -> '2x1'", "'2x1' -> nil", "nil -> nil"])
+        token.cancel()
+    }
 }
 
 /// A dependent value that is an object: `live` counts the instances alive.
@@ -216,7 +231,7 @@ private final class Badge: Sendable {
 /// through the key path instead would leave the count unchanged.
 private final class ReadCountingBox: KeyValueObservable, ObservableKeyListing {
     let kvoRegistrar: KeyValueRegistrar
-    static let observableKeys: [any ObservableKeyProtocol] = [width, height, area, badge]
+    static let observableKeys: [any ObservableKeyProtocol] = [width, height, area, badge, label]
     init(_ backend: ObservationBackend, width: Int, height: Int) {
         kvoRegistrar = KeyValueRegistrar(backend: backend)
         self.width = width
@@ -240,4 +255,7 @@ private final class ReadCountingBox: KeyValueObservable, ObservableKeyListing {
     var area: Int { width * height }
     static let badge = ObservableKey(\ReadCountingBox.badge, dependsOn: [\.width, \.height], read: { $0.badge })
     var badge: Badge { Badge(area: area) }
+    /// Nil while the box is empty: a dependent value that is itself optional.
+    static let label = ObservableKey(\ReadCountingBox.label, dependsOn: [\.width, \.height], read: { $0.label })
+    var label: String? { area == 0 ? nil : "\(width)x\(height)" }
 }
