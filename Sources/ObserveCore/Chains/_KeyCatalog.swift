@@ -94,10 +94,10 @@ internal final class _KeyCatalog: @unchecked Sendable {
     // MARK: Declarations
 
     /// Records a declared key (called by ``ObservableKey/init(_:)``). Cheap when the key is known.
-    func declare<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32) {
+    func declare<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32, leafAdapters: _LeafAdapters<Value>) {
         let current = kind(id)
         if current == .plain || current == .derived { return }
-        let hop = Self._makeHop(keyPath, id: id)
+        let hop = Self._makeHop(keyPath, id: id, leafAdapters: leafAdapters)
         _lock.lock()
         defer { _lock.unlock() }
         if _recorded.insert(id).inserted, let hop {
@@ -120,10 +120,11 @@ internal final class _KeyCatalog: @unchecked Sendable {
         _lock.withLock { _plans[id] }
     }
 
-    private static func _makeHop<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32) -> _AnyHop? {
+    private static func _makeHop<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32,
+                                                         leafAdapters: _LeafAdapters<Value>) -> _AnyHop? {
         guard let observable = Root.self as? any KeyValueObservable.Type else { return nil }
         func open<Object: KeyValueObservable>(_: Object.Type) -> _AnyHop {
-            _TypedHop<Object, Value>(keyPath as! KeyPath<Object, Value>, keyID: id)
+            _TypedHop<Object, Value>(keyPath as! KeyPath<Object, Value>, keyID: id, leafAdapters: leafAdapters)
         }
         return open(observable)
     }

@@ -42,12 +42,22 @@ public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
     @usableFromInline internal let _memberBit: UInt64
 
     /// Declares the key for `keyPath`. Cheap enough for a `static let`; call it once per property.
+    ///
+    /// Inlinable so that the key's chain-leaf adapters (`_LeafAdapters`) are made here, in code
+    /// specialised for `Root` and `Value`.
+    @inlinable
     public init(_ keyPath: KeyPath<Root, Value>) {
+        self.init(_declaring: keyPath, leafAdapters: _LeafAdapters<Value>.make())
+    }
+
+    /// The body of ``init(_:)``, with the adapters a chain ending in this key uses.
+    @usableFromInline
+    internal init(_declaring keyPath: KeyPath<Root, Value>, leafAdapters: _LeafAdapters<Value>) {
         self._id = _KeyTable.shared.id(for: keyPath)
         self._keyPath = unsafeDowncast(_KeyTable.shared.keyPath(for: _id)!, to: KeyPath<Root, Value>.self)
         self._bit = _KeyTable.bit(for: self._id)
         self._memberBit = _KeyTable.memberBit(for: self._id)
-        _KeyCatalog.shared.declare(keyPath, id: _id)   // for key path chains (Chains/_KeyCatalog.swift)
+        _KeyCatalog.shared.declare(keyPath, id: _id, leafAdapters: leafAdapters)   // for key path chains (Chains/_KeyCatalog.swift)
     }
 
     /// Declares the key for `keyPath` and the property's name, which ObserveCore's messages and
@@ -58,8 +68,9 @@ public struct ObservableKey<Root: AnyObject, Value>: @unchecked Sendable {
     /// ```swift
     /// static let age = ObservableKey(\Person.age, name: "age")
     /// ```
+    @inlinable
     public init(_ keyPath: KeyPath<Root, Value>, name: String) {
         self.init(keyPath)
-        _KeyTable.shared.setName("\\\(Root.self).\(name)", for: _id)
+        _KeyTable._setName(name, of: Root.self, for: _id)
     }
 }

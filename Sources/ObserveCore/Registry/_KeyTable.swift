@@ -107,6 +107,12 @@ internal final class _KeyTable: @unchecked Sendable {
     /// Printable names of keys declared with one (`ObservableKey(_:name:)`), by id.
     @exclusivity(unchecked) private var _names: [UInt32: String] = [:]
 
+    /// Names key `id` after its declaration (`\Person.age`); for ``ObservableKey/init(_:name:)``.
+    @usableFromInline
+    static func _setName(_ name: String, of root: Any.Type, for id: UInt32) {
+        shared.setName("\\\(root).\(name)", for: id)
+    }
+
     /// Records how key `id` prints: `\Root.property`.
     func setName(_ name: String, for id: UInt32) {
         _lock.withLock { _names[id] = name }

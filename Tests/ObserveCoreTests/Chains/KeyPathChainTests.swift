@@ -155,6 +155,25 @@ struct KeyPathChainTests {
         token.cancel()
     }
 
+    @Test("a leaf change through an optional link, with prior notifications", arguments: ObservationBackend.allCases)
+    func leafThroughAnOptionalLinkWithPrior(backend: ObservationBackend) {
+        let north = Building(backend, name: "North")
+        let paris = Office(backend, city: "Paris", building: north)
+        let ada = Employee(backend, office: paris)
+        let log = Log<String>()
+        // An optional key path: the change's values are String? (flattened), nil when the link is.
+        let token = ada.observe(\.office.building?.name, options: [.prior, .old, .new]) { employee, change in
+            log.append("\(change.isPrior ? "prior" : "after") \(change.oldValue ?? "nil") \(change.newValue ?? "nil")"
+                       + " now=\(employee.office.building?.name ?? "nil")")
+        }
+        north.name = "North Tower"              // the leaf, through the optional link's adapter
+        paris.building = nil                    // the link
+        #expect(log.events == ["prior North nil now=North", "after North North Tower now=North Tower",
+                               "prior North Tower nil now=North Tower", "after North Tower nil now=nil"])
+        token.cancel()
+        #expect(north.observationCount == 0 && paris.observationCount == 0)
+    }
+
     @Test("chains through the same class several times", arguments: ObservationBackend.allCases)
     func chainThroughTheSameClass(backend: ObservationBackend) {
         let office = Office(backend, city: "Paris")
