@@ -2,7 +2,9 @@
 ///
 /// The chain is resolved into hops (`Person.address`, `Address.city`). Level 0 is the root;
 /// level `j + 1` is the object that hop `j` leads to. The driver registers hop `j` on the object
-/// at level `j`, with the root as observer:
+/// at level `j` (token registrations: the root is not named as their observer, which would hold
+/// it weakly and move all of its reference counting onto a side table; the driver holds the root
+/// unowned and loads it per change, and the root's death detaches the driver, which removes them):
 ///
 /// ```
 ///   level 0: root ──address──▶ level 1: Address ──city──▶ (leaf value)
@@ -29,18 +31,19 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
     @exclusivity(unchecked) private var _registrations: [_AnyRegistration?]
     @exclusivity(unchecked) private var _generation = 0
 
-    init(announcer: _DerivedAnnouncer<Root, Value>, hops: [_AnyHop]) {
+    init(announcer: _DerivedAnnouncer<Root, Value>, object: AnyObject, hops: [_AnyHop]) {
         _require(!hops.isEmpty, "ObserveCore internal error: a chain needs a hop")
         _announcer = announcer
         _hops = hops
         _equals = _equality(Value.self)
         _objects = Array(repeating: nil, count: hops.count)
         _registrations = Array(repeating: nil, count: hops.count)
+        super.init(object: object)
     }
 
     override func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] {
         _generation += 1
-        return _wireLocked(from: 0, object: root, root: root)
+        return _wireLocked(from: 0, object: root)
     }
 
     override func _unwireLocked() -> [_AnyRegistration] {
@@ -55,7 +58,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
 
     /// Wires levels `level…` starting with `object` (nil: a link before was nil); returns the
     /// registrations it replaced, for the caller to remove after unlocking.
-    private func _wireLocked(from level: Int, object: AnyObject?, root: AnyObject) -> [_AnyRegistration] {
+    private func _wireLocked(from level: Int, object: AnyObject?) -> [_AnyRegistration] {
         var stale: [_AnyRegistration] = []
         var current = object
         let generation = _generation
@@ -68,19 +71,17 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
             _objects[index] = current.map(ObjectIdentifier.init)
             guard let target = current else { continue }
             if index < last {
-                _registrations[index] = _hops[index].registerLink(
-                    on: target, observer: root, context: context, prior: wantsPrior
-                ) { [self] root, object, oldNext, isPrior in
-                    _linkDidChange(level: index, generation: generation, root: root, object: object,
-                                   oldNext: oldNext, isPrior: isPrior)
+                _registrations[index] = _hops[index].registerLink(on: target, prior: wantsPrior) {
+                    [self] object, oldNext, isPrior in
+                    _linkDidChange(level: index, generation: generation, object: object, oldNext: oldNext,
+                                   isPrior: isPrior)
                 }
                 current = _hops[index].next(of: target)
             } else {
-                _registrations[index] = _hops[index].registerLeaf(
-                    on: target, observer: root, context: context, prior: wantsPrior, as: Value.self
-                ) { [self] root, object, oldValue, newValue, isPrior in
-                    _leafDidChange(generation: generation, root: root, object: object, oldValue: oldValue,
-                                   newValue: newValue, isPrior: isPrior)
+                _registrations[index] = _hops[index].registerLeaf(on: target, prior: wantsPrior, as: Value.self) {
+                    [self] object, oldValue, newValue, isPrior in
+                    _leafDidChange(generation: generation, object: object, oldValue: oldValue, newValue: newValue,
+                                   isPrior: isPrior)
                 }
             }
         }
@@ -104,12 +105,19 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         !isDetached && generation == _generation && _objects[level] == ObjectIdentifier(object)
     }
 
-    private func _linkDidChange(level: Int, generation: Int, root: AnyObject, object: AnyObject,
-                                oldNext: AnyObject?, isPrior: Bool) {
-        let typedRoot = unsafeDowncast(root, to: Root.self)
+    /// The root, strongly, unless it began to die (then its deinit is about to detach this driver,
+    /// and the change is not announced).
+    @inline(__always)
+    private func _loadRoot() -> Root? {
+        guard let root = self.object.load() else { return nil }
+        return unsafeDowncast(root, to: Root.self)
+    }
+
+    private func _linkDidChange(level: Int, generation: Int, object: AnyObject, oldNext: AnyObject?, isPrior: Bool) {
+        guard let typedRoot = _loadRoot() else { return }
         if isPrior {
             let wired = lock.withLock { _isWiredLocked(level, generation, object) }
-            if wired { _announcer.announceWillSet(typedRoot, _evaluate(from: 0, root)) }
+            if wired { _announcer.announceWillSet(typedRoot, _evaluate(from: 0, typedRoot)) }
             return
         }
         lock.lock()
@@ -123,7 +131,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
             return
         }
         let oldValue = _evaluate(from: level + 1, oldNext)
-        let stale = _wireLocked(from: level + 1, object: newNext, root: root)
+        let stale = _wireLocked(from: level + 1, object: newNext)
         let newValue = _evaluate(from: level + 1, newNext)
         lock.unlock()
         _remove(stale)
@@ -131,13 +139,11 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         _announcer.announceDidSet(typedRoot, oldValue, newValue)
     }
 
-    private func _leafDidChange(generation: Int, root: AnyObject, object: AnyObject, oldValue: Value, newValue: Value,
-                                isPrior: Bool) {
+    private func _leafDidChange(generation: Int, object: AnyObject, oldValue: Value, newValue: Value, isPrior: Bool) {
         lock.lock()
         let wired = _isWiredLocked(_hops.count - 1, generation, object)
         lock.unlock()
-        guard wired else { return }
-        let typedRoot = unsafeDowncast(root, to: Root.self)
+        guard wired, let typedRoot = _loadRoot() else { return }
         if isPrior {
             _announcer.announceWillSet(typedRoot, oldValue)
         } else {

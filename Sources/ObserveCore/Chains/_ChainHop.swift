@@ -35,20 +35,20 @@ internal class _AnyHop: @unchecked Sendable {
     /// or its optional (a chain through an optional link).
     func fits(chainValue: Any.Type) -> Bool { fatalError("abstract") }
 
-    /// For a link: registers `observer`'s interest in the link on `object`. The handler gets the
-    /// observer, the object, the object the link led to before the change (nil for a prior
-    /// notification or a nil value), and whether this is the prior notification.
-    func registerLink(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
-                      _ handler: @escaping (AnyObject, AnyObject, AnyObject?, Bool) -> Void) -> _AnyRegistration? {
+    /// For a link: registers for the link's changes on `object` (a token registration: the chain
+    /// driver holds its root, see `_ChainDriver`). The handler gets the object, the object the link
+    /// led to before the change (nil for a prior notification or a nil value), and whether this is
+    /// the prior notification.
+    func registerLink(on object: AnyObject, prior: Bool,
+                      _ handler: @escaping (AnyObject, AnyObject?, Bool) -> Void) -> _AnyRegistration? {
         fatalError("abstract")
     }
 
     /// As the leaf of a chain whose value type is `ChainValue` (this hop's value, or its optional):
-    /// registers for the hop's changes, delivered converted to `ChainValue` as (observer, object,
-    /// old value, new value, is prior); a prior notification repeats the old value as the new one.
-    func registerLeaf<ChainValue>(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
-                                  as: ChainValue.Type,
-                                  _ handler: @escaping (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void)
+    /// registers for the hop's changes, delivered converted to `ChainValue` as (object, old value,
+    /// new value, is prior); a prior notification repeats the old value as the new one.
+    func registerLeaf<ChainValue>(on object: AnyObject, prior: Bool, as: ChainValue.Type,
+                                  _ handler: @escaping (AnyObject, ChainValue, ChainValue, Bool) -> Void)
     -> _AnyRegistration? {
         fatalError("abstract")
     }
@@ -98,17 +98,15 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         _object(unsafeDowncast(object, to: Object.self)[keyPath: typedKeyPath])
     }
 
-    override func registerLink(on object: AnyObject, observer: AnyObject, context: ObservationContext, prior: Bool,
-                               _ handler: @escaping (AnyObject, AnyObject, AnyObject?, Bool) -> Void)
-    -> _AnyRegistration? {
+    override func registerLink(on object: AnyObject, prior: Bool,
+                               _ handler: @escaping (AnyObject, AnyObject?, Bool) -> Void) -> _AnyRegistration? {
         let typed = unsafeDowncast(object, to: Object.self)
-        return typed._register(typedKeyPath, observer: observer, context: context,
-                               options: prior ? [.old, .prior] : [.old], delivery: .inline,
-                               observerHandler: { observer, object, change in
+        return typed._register(typedKeyPath, options: prior ? [.old, .prior] : [.old], delivery: .inline,
+                               tokenHandler: { object, change in
                                    if change.isPrior {
-                                       handler(observer, object, nil, true)
+                                       handler(object, nil, true)
                                    } else {
-                                       handler(observer, object, self._object(change.oldValue!), false)
+                                       handler(object, self._object(change.oldValue!), false)
                                    }
                                })
     }
@@ -126,9 +124,8 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         return { value in _makeSome(optional, value, as: ChainValue.self) }
     }
 
-    override func registerLeaf<ChainValue>(on object: AnyObject, observer: AnyObject, context: ObservationContext,
-                                           prior: Bool, as: ChainValue.Type,
-                                           _ handler: @escaping (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void)
+    override func registerLeaf<ChainValue>(on object: AnyObject, prior: Bool, as: ChainValue.Type,
+                                           _ handler: @escaping (AnyObject, ChainValue, ChainValue, Bool) -> Void)
     -> _AnyRegistration? {
         let typed = unsafeDowncast(object, to: Object.self)
         let options: ObservationOptions = prior ? [.old, .new, .prior] : [.old, .new]
@@ -137,7 +134,7 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
         // `Optional<Value>` and copied values through their witnesses on every change (callgrind,
         // chain leaf set: 2,332 -> 832 instructions).
         let sink = _LeafSink(handler)
-        let adapter: (AnyObject, AnyObject, ObservedChange<Value>) -> Void
+        let adapter: (AnyObject, ObservedChange<Value>) -> Void
         if Value.self == ChainValue.self {
             adapter = leafAdapters.same(sink)
         } else {
@@ -146,8 +143,8 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
             }
             adapter = leafAdapters.optional(sink)
         }
-        return typed._register(typedKeyPath, observer: observer, context: context, options: options, delivery: .inline,
-                               observerHandler: { observer, object, change in adapter(observer, object, change) })
+        return typed._register(typedKeyPath, options: options, delivery: .inline,
+                               tokenHandler: { object, change in adapter(object, change) })
     }
 
     override func leafValue<ChainValue>(of object: AnyObject?, as: ChainValue.Type) -> ChainValue {
@@ -172,12 +169,12 @@ internal final class _TypedHop<Object: KeyValueObservable, Value>: _AnyHop, @unc
 /// declaration) gets unspecialised adapters that do the same, slower.
 @usableFromInline
 internal struct _LeafAdapters<Value> {
-    @usableFromInline let same: (_ sink: AnyObject) -> (AnyObject, AnyObject, ObservedChange<Value>) -> Void
-    @usableFromInline let optional: (_ sink: AnyObject) -> (AnyObject, AnyObject, ObservedChange<Value>) -> Void
+    @usableFromInline let same: (_ sink: AnyObject) -> (AnyObject, ObservedChange<Value>) -> Void
+    @usableFromInline let optional: (_ sink: AnyObject) -> (AnyObject, ObservedChange<Value>) -> Void
 
     @inlinable
-    init(same: @escaping (AnyObject) -> (AnyObject, AnyObject, ObservedChange<Value>) -> Void,
-         optional: @escaping (AnyObject) -> (AnyObject, AnyObject, ObservedChange<Value>) -> Void) {
+    init(same: @escaping (AnyObject) -> (AnyObject, ObservedChange<Value>) -> Void,
+         optional: @escaping (AnyObject) -> (AnyObject, ObservedChange<Value>) -> Void) {
         self.same = same
         self.optional = optional
     }
@@ -189,37 +186,36 @@ internal struct _LeafAdapters<Value> {
         _LeafAdapters(
             same: { sink in
                 let sink = unsafeDowncast(sink, to: _LeafSink<Value>.self)
-                return { observer, object, change in
+                return { object, change in
                     let oldValue = change.oldValue.unsafelyUnwrapped
-                    sink.deliver(observer, object, oldValue,
+                    sink.deliver(object, oldValue,
                                  change.isPrior ? oldValue : change.newValue.unsafelyUnwrapped, change.isPrior)
                 }
             },
             optional: { sink in
                 let sink = unsafeDowncast(sink, to: _LeafSink<Value?>.self)
-                return { observer, object, change in
+                return { object, change in
                     let oldValue: Value? = change.oldValue.unsafelyUnwrapped
-                    sink.deliver(observer, object, oldValue,
+                    sink.deliver(object, oldValue,
                                  change.isPrior ? oldValue : change.newValue.unsafelyUnwrapped, change.isPrior)
                 }
             })
     }
 }
 
-/// Where a chain's leaf adapter hands a change: the chain driver's handler (observer, object,
-/// old value, new value, is prior), in the chain's value type.
+/// Where a chain's leaf adapter hands a change: the chain driver's handler (object, old value,
+/// new value, is prior), in the chain's value type.
 @usableFromInline
 internal final class _LeafSink<ChainValue>: @unchecked Sendable {
-    @usableFromInline let _handler: (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void
+    @usableFromInline let _handler: (AnyObject, ChainValue, ChainValue, Bool) -> Void
 
-    init(_ handler: @escaping (AnyObject, AnyObject, ChainValue, ChainValue, Bool) -> Void) { _handler = handler }
+    init(_ handler: @escaping (AnyObject, ChainValue, ChainValue, Bool) -> Void) { _handler = handler }
 
     /// Calls the handler from the sink's own method, which takes no retain of the closure (a
     /// closure read from another object's field and called was retained around the call).
     @inlinable @inline(__always)
-    final func deliver(_ observer: AnyObject, _ object: AnyObject, _ oldValue: ChainValue, _ newValue: ChainValue,
-                       _ isPrior: Bool) {
-        _handler(observer, object, oldValue, newValue, isPrior)
+    final func deliver(_ object: AnyObject, _ oldValue: ChainValue, _ newValue: ChainValue, _ isPrior: Bool) {
+        _handler(object, oldValue, newValue, isPrior)
     }
 }
 

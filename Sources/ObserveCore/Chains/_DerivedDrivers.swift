@@ -14,10 +14,11 @@ import Synchronization
 ///   from `_register`), and detached when the key's last registration on the object goes (the
 ///   registry calls `_registrationsDidEmpty` after removing) or when the object dies (the
 ///   registry calls `_objectDidDie`);
-/// - a chain driver's own registrations name the *root object* as observer, with the driver's
-///   address as context: they die with the root at once (an observable observer's registrations
-///   do), and never collide with the user's; a dependent key's driver registers on the root
-///   itself with no observer (token registrations, which go with the root too).
+/// - a driver's own registrations are token registrations (no observer): a dependent key's are
+///   on the root itself and go with it; a chain's are on the objects along the chain and go when
+///   the root's death detaches the driver (`objectDidDie`). Meanwhile a change reaching a chain
+///   driver loads the root through its unowned reference, which answers nil once the root began
+///   to die, and is dropped.
 ///
 /// Lock order: this table's lock, then a shard lock (the table asks the registry whether a key
 /// still has registrations). Drivers are installed and detached outside the table's lock, since
@@ -45,7 +46,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
         // reference is weak. Compared by address, with no load: a load's release could be the
         // object's last and run its deinit, which takes `_lock`, under `_lock`.
         drivers.removeAll { driver in
-            guard let reference = driver.object, !reference.refers(to: object) else { return false }
+            guard !driver.object.refers(to: object) else { return false }
             stale.append(driver)
             return true
         }
@@ -57,8 +58,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
             existing.noteRegistration(on: object, options: options)
             return
         }
-        let driver = plan.makeDriver(makeAnnouncer())
-        driver.object = _UnownedReference(object)
+        let driver = plan.makeDriver(makeAnnouncer(), object)
         driver.keyID = keyID
         driver.registry = registry
         drivers.append(driver)
@@ -78,7 +78,7 @@ internal final class _DerivedDrivers: @unchecked Sendable {
             var kept: [_DerivedDriver] = []
             for driver in drivers {
                 let concerned = keyID == nil || driver.keyID == keyID
-                if concerned && (driver.object?.isDead ?? true
+                if concerned && (driver.object.isDead
                                  || driver.registry.registrations(object: address, keyID: driver.keyID).isEmpty) {
                     detached.append(driver)
                 } else {
@@ -114,13 +114,15 @@ internal final class _DerivedDrivers: @unchecked Sendable {
 internal class _DerivedDriver: @unchecked Sendable {
     /// Shared with state the subclass keeps outside itself (`_DependentCell`).
     let lock: _Lock
-    /// The object whose derived key this drives; set by `attach` before the driver is shared.
+    /// The object whose derived key this drives (a `let`: a chain driver loads it on every change,
+    /// and a copy of an optional `var` took and dropped an unowned reference each time, about 200
+    /// instructions, callgrind).
     /// Not `weak`: that put the user's object on a side table, and every retain and release of
     /// it, anywhere in the program, on the runtime's slow path (`_UnownedReference`). Holding its
     /// memory costs nothing lasting: a dying object's drivers are detached and dropped by its
-    /// deinit (`objectDidDie`). (A dependent key's object then has no side table; a chain's root
-    /// still has one, named weakly as the observer of the chain's registrations.)
-    @exclusivity(unchecked) var object: _UnownedReference<AnyObject>?
+    /// deinit (`objectDidDie`). Neither kind of driver names its object weakly anywhere, so the
+    /// object keeps no side table on their account.
+    let object: _UnownedReference<AnyObject>
     /// Set once by `attach`, before the driver is shared.
     @exclusivity(unchecked) var keyID: UInt32 = 0
     @exclusivity(unchecked) var registry: _Registry!
@@ -128,11 +130,10 @@ internal class _DerivedDriver: @unchecked Sendable {
     /// Whether the sources are registered with `.prior` (some registration of the key asked for it).
     @exclusivity(unchecked) var wantsPrior = false
 
-    /// The context of the registrations a chain driver makes (with the root as observer): unique
-    /// while the driver lives. A dependent key's driver registers with no observer, so no context.
-    final var context: ObservationContext { ObservationContext(self) }
-
-    init(lock: _Lock = _Lock()) { self.lock = lock }
+    init(object: AnyObject, lock: _Lock = _Lock()) {
+        self.object = _UnownedReference(object)
+        self.lock = lock
+    }
 
     func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] { fatalError("abstract") }
     func _unwireLocked() -> [_AnyRegistration] { fatalError("abstract") }

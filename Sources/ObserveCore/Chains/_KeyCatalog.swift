@@ -169,9 +169,9 @@ internal final class _KeyCatalog: @unchecked Sendable {
         if current != .unknown { return current }
         if let hops = _resolveChain(keyPath, id: id, root: Root.self, value: Value.self)
             ?? _resolveInherited(keyPath, id: id, root: Root.self, value: Value.self).map({ [$0] }) {
-            let plan = _DerivedPlan { announcer in
+            let plan = _DerivedPlan { announcer, object in
                 _ChainDriver<Root, Value>(announcer: unsafeDowncast(announcer, to: _DerivedAnnouncer<Root, Value>.self),
-                                          hops: hops)
+                                          object: object, hops: hops)
             }
             _lock.withLock {
                 if _kindLocked(id) != .plain {
@@ -328,7 +328,7 @@ private struct _ChainSearchNode {
 
 /// How to make the driver of one derived key (a chain or a dependent key) for one object.
 internal final class _DerivedPlan: @unchecked Sendable {
-    /// Takes the key's `_DerivedAnnouncer<Root, Value>`.
-    let makeDriver: (AnyObject) -> _DerivedDriver
-    init(_ makeDriver: @escaping (AnyObject) -> _DerivedDriver) { self.makeDriver = makeDriver }
+    /// Takes the key's `_DerivedAnnouncer<Root, Value>` and the object.
+    let makeDriver: (_ announcer: AnyObject, _ object: AnyObject) -> _DerivedDriver
+    init(_ makeDriver: @escaping (AnyObject, AnyObject) -> _DerivedDriver) { self.makeDriver = makeDriver }
 }

@@ -93,9 +93,9 @@ extension ObservableKey where Root: KeyValueObservable {
         _require(!dependencies.isEmpty, "ObserveCore: the dependent key \(keyPath) names no dependencies")
         _require(!dependencies.contains(keyPath),
                  "ObserveCore: the dependent key \(keyPath) depends on itself; remove it from its dependencies")
-        _KeyCatalog.shared.declareDerived(_id, plan: _DerivedPlan { announcer in
+        _KeyCatalog.shared.declareDerived(_id, plan: _DerivedPlan { announcer, object in
             _DependentDriver<Root, Value>(announcer: unsafeDowncast(announcer, to: _DerivedAnnouncer<Root, Value>.self),
-                                          read: reader, dependencies: dependencies)
+                                          object: object, read: reader, dependencies: dependencies)
         })
     }
 }

@@ -24,12 +24,13 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
     // Guarded by `lock`.
     @exclusivity(unchecked) private var _registrations: [_AnyRegistration] = []
 
-    init(announcer: _DerivedAnnouncer<Root, Value>, read: ((Root) -> Value)?, dependencies: [PartialKeyPath<Root>]) {
+    init(announcer: _DerivedAnnouncer<Root, Value>, object: AnyObject, read: ((Root) -> Value)?,
+         dependencies: [PartialKeyPath<Root>]) {
         _announcer = announcer
         _dependencies = dependencies
         let lock = _Lock()
         _cell = _DependentCell(lock: lock, read: read ?? announcer.read)
-        super.init(lock: lock)
+        super.init(object: object, lock: lock)
     }
 
     override func _wireLocked(_ root: AnyObject) -> [_AnyRegistration] {

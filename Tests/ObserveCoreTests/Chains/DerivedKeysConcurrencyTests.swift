@@ -35,6 +35,42 @@ struct DerivedKeysConcurrencyTests {
         ObservationRuntime._checkInvariants()
     }
 
+    @Test("chain roots die while another thread sets the leaf they observe", arguments: ObservationBackend.allCases)
+    func chainRootsDieWhileTheLeafChanges(backend: ObservationBackend) {
+        // A chain's registrations on the leaf do not name the root as observer: the driver loads
+        // the root through an unowned reference on each change, and the root's death detaches it.
+        // A change racing that death must find the root gone (not deliver to it, not crash), and
+        // no registration may outlive the root.
+        let before = ObservationRuntime.liveRegistrationCount
+        let leaf = LockedNode(backend, name: "leaf")
+        let delivered = AtomicCounter(), liveRoots = AtomicCounter()
+        let rounds = 300
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            if t == 0 {
+                var kept: [ObservationToken] = []             // tokens outlive their roots
+                for i in 0..<rounds {
+                    let root = LockedNode(backend, name: "root \(i)", next: leaf)
+                    liveRoots.increment()
+                    let token = root.observe(\.next?.name) { root, change in
+                        delivered.increment()
+                        #expect(change.newValue != nil && root.next === leaf)
+                    }
+                    if i.isMultiple(of: 2) { token.cancel() } else { kept.append(token) }
+                }                                              // the root dies here, observed in odd rounds
+                #expect(kept.allSatisfy { $0.isCancelled }, "a token of a dead root is inert")
+            } else {
+                var i = 0
+                while liveRoots.value < rounds || i < rounds {
+                    leaf.name = "set \(i)"
+                    i += 1
+                }
+            }
+        }
+        #expect(leaf.observationCount == 0, "every chain registration went with its root")
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+        ObservationRuntime._checkInvariants()
+    }
+
     @Test("a dependent key hears one change per set from every thread", arguments: ObservationBackend.allCases)
     func dependentKeyUnderConcurrentSets(backend: ObservationBackend) {
         let node = LockedNode(backend, name: "start", next: LockedNode(backend, name: "tail"))
