@@ -84,6 +84,7 @@ typedef struct cobs_thread_record {
     uint8_t registered;       /* owner only: linked into the list of records */
     uint8_t fences;           /* owner only: full fences at enter/leave (the default: no membarrier) */
     uint8_t annotate;         /* owner only: tell ThreadSanitizer about leaves (TSan builds) */
+    uintptr_t binding;        /* owner only: the outermost binding propagating on the thread, 0 if none */
     struct cobs_thread_record *_Nullable next;
     struct cobs_thread_record *_Nullable prev;
 } cobs_thread_record;
@@ -197,6 +198,18 @@ static inline COBS_READ_INLINE uint32_t cobs_thread_depth_leave(void) {
     cobs_thread_record *self = &cobs_thread_self;
     if (self->delivery_depth != 0) self->delivery_depth--;
     return self->delivery_depth;
+}
+
+/** The outermost binding propagating on the calling thread (an opaque identity), 0 when none.
+** Owner only; never fails. The Swift façade's cycle guard for bindings (`_BindingReentrancy`)
+** keeps the common case, one binding at a time, here instead of in pthread-specific storage. */
+static inline COBS_READ_INLINE uintptr_t cobs_thread_binding_get(void) {
+    return cobs_thread_self.binding;
+}
+
+/** Sets the calling thread's outermost propagating binding (0: none). Owner only; never fails. */
+static inline COBS_READ_INLINE void cobs_thread_binding_set(uintptr_t binding) {
+    cobs_thread_self.binding = binding;
 }
 
 /** The calling thread's notification depth. */

@@ -11,9 +11,9 @@
 /// binding.cancel()                                            // or end it explicitly
 /// ```
 public final class KeyValueBinding: @unchecked Sendable {
-    internal let _core: _BindingCore
+    @usableFromInline internal let _core: _BindingCore
 
-    internal init(_ core: _BindingCore) { _core = core }
+    @usableFromInline internal init(_ core: _BindingCore) { _core = core }
 
     /// Ends the binding: the target stops following its sources. Idempotent and thread-safe;
     /// allowed from inside an after-hook. The same verb as ``ObservationToken/cancel()``.
@@ -61,18 +61,21 @@ extension KeyValueObservable {
     ///   - after: Runs after each write with the target and the value written. It must not
     ///     capture the target strongly if the binding is not to keep it alive (it is handed in).
     /// - Returns: The binding, for cutting it off; discardable.
-    @discardableResult
+    ///
+    /// Inlinable, like the sugar below and ``bindable(_:)``, so that the writer runs specialised
+    /// for `Self` and `Value`.
+    @inlinable @discardableResult
     public func bind<Value>(
         _ keyPath: ReferenceWritableKeyPath<Self, Value>,
         to source: BindingSource<Value>,
         after: ((Self, Value) -> Void)? = nil
     ) -> KeyValueBinding {
-        let core = _BindingCore()
+        let core = _BindingCore(target: self)
         let write = _BindingCore.writer(keyPath, after: after)
-        core.add(source._attach(self, core.context) { target, value in
-            core.propagate { write(unsafeDowncast(target, to: Self.self), value) }
+        core.add(source._attach { value in
+            core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) }
         })
-        if let value = source._read() { core.propagate { write(self, value) } }
+        if let value = source._read() { core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) } }
         return KeyValueBinding(core)
     }
 
@@ -82,7 +85,7 @@ extension KeyValueObservable {
     /// ```swift
     /// mirror.bind(\.name, to: person, \.name)
     /// ```
-    @discardableResult
+    @inlinable @discardableResult
     public func bind<Source: KeyValueObservable, Value>(
         _ keyPath: ReferenceWritableKeyPath<Self, Value>,
         to source: Source, _ sourceKeyPath: KeyPath<Source, Value>,
@@ -119,7 +122,7 @@ extension KeyValueObservable {
         reduce: @escaping (repeat each Input) -> Value,
         after: ((Self, Value) -> Void)? = nil
     ) -> KeyValueBinding {
-        let core = _BindingCore()
+        let core = _BindingCore(target: self)
         let write = _BindingCore.writer(keyPath, after: after)
         let combined: () -> Value? = {
             do {
@@ -131,13 +134,13 @@ extension KeyValueObservable {
         }
         for source in repeat each sources {
             if let object = source._object.object { core.watch(object) } else { core.cutOff() }
-            core.add(source._attach(self, core.context) { target, _ in
-                core.propagate {
+            core.add(source._attach { _ in
+                core.propagate { target in
                     if let value = combined() { write(unsafeDowncast(target, to: Self.self), value) }
                 }
             })
         }
-        if let value = combined() { core.propagate { write(self, value) } }
+        if let value = combined() { core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) } }
         return KeyValueBinding(core)
     }
 }

@@ -154,6 +154,7 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
 
 /// `==` for `Value` when it is `Equatable` (decided once, so the returned function runs no
 /// dynamic cast), nil otherwise.
+@usableFromInline
 internal func _equality<Value>(_: Value.Type) -> ((Value, Value) -> Bool)? {
     guard let equatable = Value.self as? any Equatable.Type else { return nil }
     func open<E: Equatable>(_: E.Type) -> (Value, Value) -> Bool {

@@ -132,6 +132,37 @@ struct DerivedKeysConcurrencyTests {
         ObservationRuntime._checkInvariants()
     }
 
+    @Test("binding targets die while another thread sets their source", arguments: ObservationBackend.allCases)
+    func bindingTargetsDieWhileTheSourceChanges(backend: ObservationBackend) {
+        // A binding holds its target unowned and does not name it as the observer of its
+        // registration; the target's death cuts the binding off. A set racing that death must
+        // write nothing to the dying target, and no registration may outlive it.
+        let before = ObservationRuntime.liveRegistrationCount
+        let source = LockedNode(backend, name: "source")
+        let created = AtomicCounter()
+        let rounds = 300
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            if t == 0 {
+                var bindings: [KeyValueBinding] = []          // outlive their targets
+                for i in 0..<rounds {
+                    let target = LockedNode(backend, name: "target \(i)")
+                    bindings.append(target.bind(\.value, to: source, \.value))
+                    created.increment()
+                }                                              // each target dies here, still bound
+                #expect(bindings.allSatisfy { !$0.isActive }, "a binding of a dead target is cut off")
+            } else {
+                var i = 1
+                while created.value < rounds || i < rounds {
+                    source.value = i
+                    i += 1
+                }
+            }
+        }
+        #expect(source.observationCount == 0, "every binding's registration went with its target")
+        #expect(ObservationRuntime.liveRegistrationCount == before)
+        ObservationRuntime._checkInvariants()
+    }
+
     @Test("streams are made and cancelled on many threads while the property changes", arguments: ObservationBackend.allCases)
     func streamsComeAndGo(backend: ObservationBackend) async {
         let before = ObservationRuntime.liveRegistrationCount
