@@ -72,10 +72,8 @@ extension KeyValueObservable {
     ) -> KeyValueBinding {
         let core = _BindingCore(target: self)
         let write = _BindingCore.writer(keyPath, after: after)
-        core.add(source._attach { value in
-            core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) }
-        })
-        if let value = source._read() { core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) } }
+        core.add(source._attach(core.sink(to: self) { target, value in write(unsafeDowncast(target, to: Self.self), value) }))
+        if let value = source._read() { core.propagate(self) { target in write(unsafeDowncast(target, to: Self.self), value) } }
         return KeyValueBinding(core)
     }
 
@@ -134,13 +132,11 @@ extension KeyValueObservable {
         }
         for source in repeat each sources {
             if let object = source._object.object { core.watch(object) } else { core.cutOff() }
-            core.add(source._attach { _ in
-                core.propagate { target in
-                    if let value = combined() { write(unsafeDowncast(target, to: Self.self), value) }
-                }
-            })
+            core.add(source._attach(core.sink(to: self) { target, _ in
+                if let value = combined() { write(unsafeDowncast(target, to: Self.self), value) }
+            }))
         }
-        if let value = combined() { core.propagate { target in write(unsafeDowncast(target, to: Self.self), value) } }
+        if let value = combined() { core.propagate(self) { target in write(unsafeDowncast(target, to: Self.self), value) } }
         return KeyValueBinding(core)
     }
 }

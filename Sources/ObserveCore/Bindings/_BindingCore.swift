@@ -9,35 +9,40 @@ import Musl
 import Darwin
 #endif
 
-/// The live part of one binding: its target (unowned), its registrations (held weakly), the
-/// objects it watches for death (the target; the sources of a combined binding), and the cut-off
-/// state.
+/// The live part of one binding: its registrations (held weakly), the objects it watches for
+/// death (the target; the sources of a combined binding), and the cut-off state.
 ///
-/// Ownership: the registry holds the registrations; each registration's handler holds the core;
-/// the core holds the registrations weakly and the target unowned, so nothing here keeps an
-/// object or a registration alive. The registrations are token registrations on the sources:
-/// they do not name the target as observer, which would hold it weakly and move all of its
-/// reference counting onto a side table (callgrind, binding propagation: seven slow retains and
-/// releases of the target, ~1,400 of ~5,600 instructions). Instead the core watches the target's
-/// death (`_DeathWatch`; its registrar is bound to it for that) and cuts the binding off then; a
-/// change that races the death loads the target as nil and writes nothing.
+/// Ownership: the registry holds the registrations; each registration's handler (a `sink`) holds
+/// the core and an unowned reference to the target; the core holds the registrations weakly. So
+/// nothing here keeps an object alive, and once the binding is cut off (its registrations
+/// removed) nothing keeps even a dead target's memory.
+///
+/// The registrations are token registrations on the sources: they do not name the target as
+/// observer, which would hold it weakly and, off Darwin, move all of its reference counting onto a
+/// side table (callgrind, binding propagation: seven slow retains and releases of the target,
+/// ~1,400 of ~5,600 instructions). Instead the core watches the target's death (`_DeathWatch`;
+/// its registrar is bound to it for that) and cuts the binding off then; a change that races the
+/// death loads the target as nil, writes nothing, and cuts the binding off itself (which also
+/// covers a registrar that outlives its object). Internal registrations are therefore not listed
+/// as the target observing the source (`observers(for:)`), and `removeObserver(target, …)` on the
+/// source does not end a binding: `cancel()` does.
+///
+/// Two sources of one combined binding that observe the same property of the same object share
+/// one registration (`add` drops the second): the reduce reads every source on each change anyway.
 ///
 /// Cycles: `propagate` refuses to run a binding that is already propagating on the current
-/// thread (a thread-local stack of active bindings), and writers skip values equal to the
-/// target's current one; so A bound to B bound to A settles after one round.
+/// thread (`_BindingReentrancy`), and writers skip values equal to the target's current one; so
+/// A bound to B bound to A settles after one round.
 @usableFromInline
 internal final class _BindingCore: @unchecked Sendable, _DeathWatcher {
     private let _lock = _Lock()
     @exclusivity(unchecked) private var _registrations: [_WeakRegistration] = []
     @exclusivity(unchecked) private var _watched: [UInt] = []
     private let _cut = Atomic<Bool>(false)
-    /// The target, whose death cuts the binding off (`watchedObjectDidDie`).
-    private let _target: _UnownedReference<AnyObject>
 
     /// Makes the core of a binding of `target`, watching its death.
     @usableFromInline
     init<Target: KeyValueObservable>(target: Target) {
-        _target = _UnownedReference(target)
         // A registrar reports its object's death once bound to it; a target nobody observes
         // has not been bound yet.
         _ = target.kvoRegistrar._bind(to: target)
@@ -49,14 +54,23 @@ internal final class _BindingCore: @unchecked Sendable, _DeathWatcher {
         for address in _watched { _DeathWatch.shared.unwatch(address, identity: identity) }
     }
 
+    /// Keeps a source's registration (nil: the source is gone). A second registration for the
+    /// same object and key as one the binding has is removed at once.
     @usableFromInline
     func add(_ registration: _AnyRegistration?) {
         guard let registration else { return }
-        _lock.withLock { _registrations.append(_WeakRegistration(registration)) }
-        if _cut.load(ordering: .acquiring) { registry(remove: registration) }
+        let duplicate = _lock.withLock { () -> Bool in
+            let duplicate = _registrations.contains {
+                $0.registration.map { $0.objectAddress == registration.objectAddress && $0.keyID == registration.keyID }
+                    ?? false
+            }
+            if !duplicate { _registrations.append(_WeakRegistration(registration)) }
+            return duplicate
+        }
+        if duplicate || _cut.load(ordering: .acquiring) { registry(remove: registration) }
     }
 
-    /// Cuts the binding off when `object` dies (combined bindings: any source's death ends it).
+    /// Cuts the binding off when `object` dies (the target; any source of a combined binding).
     func watch(_ object: AnyObject) {
         let address = UInt(bitPattern: ObjectIdentifier(object))
         _lock.withLock { _watched.append(address) }
@@ -92,12 +106,25 @@ internal final class _BindingCore: @unchecked Sendable, _DeathWatcher {
 
     func watchedObjectDidDie(_ address: UInt) { cutOff() }
 
-    /// Runs `body` with the target unless the binding is cut, the target began to die, or the
-    /// binding is already propagating on this thread.
+    /// The handler of a source's registration: loads `target` (held unowned by the handler, so
+    /// it goes with the registration) and propagates `write` to it; cuts the binding off if the
+    /// target began to die.
     @usableFromInline
-    func propagate(_ body: (AnyObject) -> Void) {
+    func sink<Value>(to target: AnyObject, _ write: @escaping (AnyObject, Value) -> Void) -> (Value) -> Void {
+        let target = _UnownedReference(target)
+        return { [self] value in
+            guard let object = target.load() else {
+                cutOff()
+                return
+            }
+            propagate(object) { write($0, value) }
+        }
+    }
+
+    /// Runs `body` with `target` unless the binding is cut or already propagating on this thread.
+    @usableFromInline
+    func propagate(_ target: AnyObject, _ body: (AnyObject) -> Void) {
         if isCut { return }
-        guard let target = _target.load() else { return }
         let identity = UInt(bitPattern: ObjectIdentifier(self))
         guard _BindingReentrancy.enter(identity) else { return }
         defer { _BindingReentrancy.leave(identity) }
@@ -126,7 +153,7 @@ internal struct _WeakRegistration {
 
 /// The bindings propagating on the current thread. The outermost sits in the C core's thread
 /// record (one inline load and store: the common case, one binding at a time, took two
-/// `pthread_getspecific` calls, a `swift_once` and an array search per propagation, ~670
+/// `pthread_getspecific` calls, two `swift_once` and an array search per propagation, ~670
 /// instructions, callgrind); those nested inside it (a binding whose write propagates through
 /// another) go on a per-thread stack behind a pthread key, innermost last (a few entries at most).
 internal enum _BindingReentrancy {

@@ -10,8 +10,9 @@ internal protocol _DeathWatcher: AnyObject {
 /// Tells watchers that an observed object died (the registry calls `_objectDidDie` from the
 /// object's registrar deinit, after removing its registrations).
 ///
-/// Combined bindings use it: a binding with several sources must die when *any* source dies,
-/// and a source's death removes only that source's registration. Watchers are held weakly, and
+/// Bindings use it: a binding dies with its target (whose registrations it does not name as
+/// observer), and a combined binding also when *any* source dies, where a source's death
+/// removes only that source's registration. Watchers are held weakly, and
 /// a watch is removed when its watcher unwatches or goes away, so an address reused by a new
 /// object never reaches an old watcher (the old object's death removed the entry first).
 internal final class _DeathWatch: @unchecked Sendable {

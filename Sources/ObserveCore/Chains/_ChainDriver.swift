@@ -3,8 +3,9 @@
 /// The chain is resolved into hops (`Person.address`, `Address.city`). Level 0 is the root;
 /// level `j + 1` is the object that hop `j` leads to. The driver registers hop `j` on the object
 /// at level `j` (token registrations: the root is not named as their observer, which would hold
-/// it weakly and move all of its reference counting onto a side table; the driver holds the root
-/// unowned and loads it per change, and the root's death detaches the driver, which removes them):
+/// it weakly and, off Darwin, move all of its reference counting onto a side table; the driver
+/// holds the root unowned and loads it per change, and the root's death detaches the driver,
+/// which removes them):
 ///
 /// ```
 ///   level 0: root ──address──▶ level 1: Address ──city──▶ (leaf value)

@@ -120,8 +120,9 @@ internal class _DerivedDriver: @unchecked Sendable {
     /// Not `weak`: that put the user's object on a side table, and every retain and release of
     /// it, anywhere in the program, on the runtime's slow path (`_UnownedReference`). Holding its
     /// memory costs nothing lasting: a dying object's drivers are detached and dropped by its
-    /// deinit (`objectDidDie`). Neither kind of driver names its object weakly anywhere, so the
-    /// object keeps no side table on their account.
+    /// deinit (`objectDidDie`). Neither kind of driver names its object weakly anywhere, so off
+    /// Darwin (where `_UnownedReference` is not `weak`) the object keeps no side table on their
+    /// account.
     let object: _UnownedReference<AnyObject>
     /// Set once by `attach`, before the driver is shared.
     @exclusivity(unchecked) var keyID: UInt32 = 0

@@ -93,7 +93,8 @@ internal final class _KeyCatalog: @unchecked Sendable {
 
     // MARK: Declarations
 
-    /// Records a declared key (called by ``ObservableKey/init(_:)``). Cheap when the key is known.
+    /// Records a declared key (called when a key is declared, by `ObservableKey`'s
+    /// `init(_declaring:leafAdapters:)`). Cheap when the key is known.
     func declare<Root: AnyObject, Value>(_ keyPath: KeyPath<Root, Value>, id: UInt32, leafAdapters: _LeafAdapters<Value>) {
         let current = kind(id)
         if current == .plain || current == .derived { return }

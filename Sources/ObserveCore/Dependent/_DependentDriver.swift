@@ -81,7 +81,7 @@ internal final class _DependentDriver<Root: KeyValueObservable, Value>: _Derived
 /// with a re-wiring) finds another generation and is dropped.
 ///
 /// `replace` is inlinable so that it runs specialised inside the announcer's
-/// `dependencyDidChange` step; the rest runs only when the driver wires or unwires.
+/// `dependencyDidChange` step; `kept` serves prior notifications, the rest wiring and unwiring.
 @usableFromInline
 internal final class _DependentCell<Root, Value>: @unchecked Sendable {
     @usableFromInline let _lock: _Lock

@@ -167,7 +167,7 @@ internal final class _Registry: @unchecked Sendable {
     func removeObject(_ object: UInt) {
         let removed = _withShard(for: object) { shard in shard.removeObject(object) }
         if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
-        _objectDidDie(object)   // derived-key drivers, combined bindings (Registry/_RegistryHooks.swift)
+        _objectDidDie(object)   // derived-key drivers, bindings (Registry/_RegistryHooks.swift)
     }
 
     // MARK: Notifying

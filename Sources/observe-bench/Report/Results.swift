@@ -310,7 +310,7 @@ struct Target {
         + "(swift_getAtKeyPath, ~690) and writing it through a computed component, which allocates a writeback "
         + "buffer and looks up its metadata (swift_setAtReferenceWritableKeyPath, ~1,680). Meeting 4x needs the "
         + "target's setter called directly: a key declared with its setter (what the macro could generate), or the "
-        + "key path's accessors read from its components.")
+        + "key path's accessors read from its components."
 
     static let dependentNote = "the dependent value is read through the key's reader (read:, as the macro "
         + "declares it: no key path applied, no metadata looked up) and the per-change step (read, swap with the "

@@ -67,6 +67,38 @@ struct BindingTests {
         #expect(writes == 4)
     }
 
+    @Test("two sources of one combined binding on the same property share one registration",
+          arguments: ObservationBackend.allCases)
+    func combinedSourcesOnOneProperty(backend: ObservationBackend) {
+        let gauge = Gauge(backend, level: 1)
+        let target = Gauge(backend)
+        var writes = 0
+        let binding = target.bind(\.opaque, to: gauge.bindable(\.level), gauge.bindable(\.level).map { $0 * 10 },
+                                  reduce: { a, b in Opaque(value: a + b) }, after: { _, _ in writes += 1 })
+        #expect(target.opaque.value == 11 && writes == 1)
+        gauge.level = 2
+        #expect(target.opaque.value == 22)
+        #expect(writes == 2, "one write per set (values that cannot be compared would show a second)")
+        #expect(gauge.observationCount == 1 && binding.isActive)
+        binding.cancel()
+        #expect(gauge.observationCount == 0)
+    }
+
+    @Test("a binding's registration is not the target observing the source; cancel() ends it",
+          arguments: ObservationBackend.allCases)
+    func bindingRegistrationsInIntrospection(backend: ObservationBackend) {
+        let source = Gauge(backend, level: 1), target = Gauge(backend)
+        let binding = target.bind(\.level, to: source, \.level)
+        #expect(source.observationCount == 1)
+        #expect(source.observers(for: \.level).isEmpty, "a token registration, tagged with no observer")
+        source.removeObserver(target, for: \.level)   // names no registration of the binding
+        source.level = 2
+        #expect(target.level == 2 && binding.isActive)
+        binding.cancel()
+        source.level = 3
+        #expect(target.level == 2 && !binding.isActive && source.observationCount == 0)
+    }
+
     @Test("the reduce may be a trailing closure", arguments: ObservationBackend.allCases)
     func reduceAsATrailingClosure(backend: ObservationBackend) {
         let name = Gauge(backend, text: "cart"), count = Gauge(backend, level: 2), badge = Gauge(backend)
@@ -184,6 +216,25 @@ struct BindingCycleTests {
         a.opaque = Opaque(value: 9)
         #expect(b.opaque.value == 9 && a.opaque.value == 9)
         #expect(writesToB == 1 && writesToA == 1, "A -> B -> A, then the guard stops A -> B")
+    }
+
+    @Test("a three-object cycle of values that cannot be compared settles, round after round, from any side",
+          arguments: ObservationBackend.allCases)
+    func nonEquatableThreeWayCycleSettlesEveryRound(backend: ObservationBackend) {
+        // A -> B -> C -> A nests three propagations on one thread: the outermost sits in the thread
+        // record, the two inside it on the per-thread stack. A guard left set by a round would stop
+        // the next round early; one cleared too soon would let it run on.
+        let a = Gauge(backend), b = Gauge(backend), c = Gauge(backend)
+        var writes = [0, 0, 0]
+        b.bind(\.opaque, to: a.bindable(\.opaque), after: { _, _ in writes[1] += 1 })
+        c.bind(\.opaque, to: b.bindable(\.opaque), after: { _, _ in writes[2] += 1 })
+        a.bind(\.opaque, to: c.bindable(\.opaque), after: { _, _ in writes[0] += 1 })
+        for (round, start) in [a, b, c, a, c].enumerated() {
+            writes = [0, 0, 0]
+            start.opaque = Opaque(value: round)
+            #expect([a, b, c].allSatisfy { $0.opaque.value == round }, "round \(round)")
+            #expect(writes == [1, 1, 1], "round \(round): each binding wrote once, the guard stopped the fourth")
+        }
     }
 
     @Test("a cycle whose maps never agree still terminates", arguments: ObservationBackend.allCases)

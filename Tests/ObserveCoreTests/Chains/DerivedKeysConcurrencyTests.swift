@@ -35,25 +35,26 @@ struct DerivedKeysConcurrencyTests {
         ObservationRuntime._checkInvariants()
     }
 
-    @Test("chain roots die while another thread sets the leaf they observe", arguments: ObservationBackend.allCases)
+    @Test("chain roots die while another thread sets the link and the leaf they observe",
+          arguments: ObservationBackend.allCases)
     func chainRootsDieWhileTheLeafChanges(backend: ObservationBackend) {
-        // A chain's registrations on the leaf do not name the root as observer: the driver loads
-        // the root through an unowned reference on each change, and the root's death detaches it.
-        // A change racing that death must find the root gone (not deliver to it, not crash), and
-        // no registration may outlive the root.
+        // A chain's registrations on the objects along it do not name the root as observer: the
+        // driver loads the root through an unowned reference on each change, and the root's death
+        // detaches it. A change racing that death (of the leaf, or of a link, which re-wires) must
+        // find the root gone (not deliver to it, not crash), and no registration may outlive it.
         let before = ObservationRuntime.liveRegistrationCount
         let leaf = LockedNode(backend, name: "leaf")
-        let delivered = AtomicCounter(), liveRoots = AtomicCounter()
+        let middle = LockedNode(backend, name: "middle", next: leaf)
+        let liveRoots = AtomicCounter()
         let rounds = 300
         DispatchQueue.concurrentPerform(iterations: 2) { t in
             if t == 0 {
                 var kept: [ObservationToken] = []             // tokens outlive their roots
                 for i in 0..<rounds {
-                    let root = LockedNode(backend, name: "root \(i)", next: leaf)
+                    let root = LockedNode(backend, name: "root \(i)", next: middle)
                     liveRoots.increment()
-                    let token = root.observe(\.next?.name) { root, change in
-                        delivered.increment()
-                        #expect(change.newValue != nil && root.next === leaf)
+                    let token = root.observe(\.next?.next?.name) { root, _ in
+                        #expect(root.next === middle)
                     }
                     if i.isMultiple(of: 2) { token.cancel() } else { kept.append(token) }
                 }                                              // the root dies here, observed in odd rounds
@@ -61,12 +62,15 @@ struct DerivedKeysConcurrencyTests {
             } else {
                 var i = 0
                 while liveRoots.value < rounds || i < rounds {
-                    leaf.name = "set \(i)"
+                    if i.isMultiple(of: 3) { middle.next = i.isMultiple(of: 2) ? nil : leaf }   // a link
+                    leaf.name = "set \(i)"                                                     // the leaf
                     i += 1
                 }
+                middle.next = leaf
             }
         }
-        #expect(leaf.observationCount == 0, "every chain registration went with its root")
+        #expect(leaf.observationCount == 0 && middle.observationCount == 0,
+                "every chain registration went with its root")
         #expect(ObservationRuntime.liveRegistrationCount == before)
         ObservationRuntime._checkInvariants()
     }

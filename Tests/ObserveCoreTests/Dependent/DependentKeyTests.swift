@@ -213,6 +213,18 @@ struct DependentKeyTests {
         box.height = 0
         #expect(changes == ["nil -> '2x1'", "'2x1' -> nil", "nil -> nil"])
         token.cancel()
+
+        // A prior notification carries the kept value, nil included.
+        var priors: [String] = []
+        let prior = box.observe(\.label, options: [.prior, .old]) { _, change in
+            if change.isPrior { priors.append(change.oldValue!.map { "'\($0)'" } ?? "nil") }
+        }
+        box.width = 3
+        box.height = 1
+        #expect(priors == ["nil", "nil"], "kept nil while the area stays 0, then nil before 3x1")
+        box.height = 2
+        #expect(priors == ["nil", "nil", "'3x1'"])
+        prior.cancel()
     }
 }
 
