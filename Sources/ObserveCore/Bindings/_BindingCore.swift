@@ -132,12 +132,21 @@ internal final class _BindingCore: @unchecked Sendable, _DeathWatcher {
     }
 
     /// The writer of a binding's target: skips values equal to the current one (when `Equatable`),
-    /// sets, then runs the after-hook.
+    /// sets, then runs the after-hook. A target property with `didSet` (or computed with a setter)
+    /// is read and written through its accessors (`_ComputedAccessors`), not by applying the key
+    /// path: about a tenth of the instructions, and no allocation.
     @inlinable
     static func writer<Target: AnyObject, Value>(
         _ keyPath: ReferenceWritableKeyPath<Target, Value>, after: ((Target, Value) -> Void)?
     ) -> (Target, Value) -> Void {
         let equals = _equality(Value.self)
+        if let accessors = _ComputedAccessors.of(keyPath) {
+            return { target, value in
+                if let equals, equals(_callKeyPathGetter(accessors, target, as: Value.self), value) { return }
+                _callKeyPathSetter(accessors, target, value)
+                after?(target, value)
+            }
+        }
         return { target, value in
             if let equals, equals(target[keyPath: keyPath], value) { return }
             target[keyPath: keyPath] = value
