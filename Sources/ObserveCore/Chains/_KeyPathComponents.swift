@@ -167,17 +167,24 @@ private struct _LayoutChild {
 /// getter and setter thunks (swift/docs/ABI/KeyPaths.md; `ComputedAccessorsPtr` in the standard
 /// library). They are `@convention(thin)` functions taking the root and the value indirectly, the
 /// component's arguments and their size: `(Value, Root, UnsafeRawPointer, Int) -> ()` for a
-/// nonmutating setter, `(Root, UnsafeRawPointer, Int) -> Value` for the getter. They are called
-/// here exactly as the standard library calls them, from generic code that is never specialised
-/// (so `Root` and `Value` pass indirectly), with the getter word's address and size 0 as the
+/// nonmutating setter, `(Root, UnsafeRawPointer, Int) -> Value` for the getter, the property's
+/// type at its most general abstraction (passed indirectly). They are called here as the standard
+/// library calls them: through function types written with the generic parameters `Root` and
+/// `Value`, which are lowered at that abstraction whatever the optimiser later specialises (a type
+/// written with concrete types would not be), with the getter word's address and size 0 as the
 /// arguments of a component that has none.
 ///
-/// Safety. Only that one shape is accepted (kind, flags and size checked; the reader of
-/// `_KeyPathComponent` above checks the layout once), and `_accessorsWork` checks once, on a
-/// private class, that a value written through the setter is what the property then holds, that
-/// its `didSet` ran, and that the getter reads it back — for a trivial and a reference-counted
-/// value. Anything else answers nil, and the caller applies the key path. Not used where function
-/// pointers are signed (arm64e), where a raw pointer could not be called.
+/// Safety. Only that one shape is accepted (size, kind and flags checked before anything else is
+/// read), and `_accessorsWork` checks once, before any call: that the layout reader above reads
+/// the probe's key paths as one computed component each, then, on a private class, that a value
+/// written through the setter is what the property then holds, that its `didSet` ran, and that
+/// the getter reads it back — for a trivial and a reference-counted value. Anything else answers
+/// nil, and the caller applies the key path. Not used where function pointers are signed
+/// (arm64e), where a raw pointer could not be called.
+///
+/// One difference from applying the key path: the getter is not called before a write (applying
+/// it filled a writeback buffer with the current value first), so a target whose value is not
+/// `Equatable` is written without being read.
 @usableFromInline
 internal struct _ComputedAccessors: @unchecked Sendable {
     @usableFromInline let _getter: UnsafeRawPointer
@@ -208,6 +215,8 @@ internal struct _ComputedAccessors: @unchecked Sendable {
             let object = UnsafeRawPointer(Unmanaged.passUnretained(keyPath).toOpaque())
             let size = Int(object.load(fromByteOffset: 3 * word, as: UInt32.self) & 0x00FF_FFFF)
             let start = 4 * word                                   // the buffer header, padded to a word
+            // Exactly one component: a header padded to a word, then identifier, getter, setter.
+            guard size == ((4 + word - 1) & ~(word - 1)) + 3 * word else { return nil }
             let header = object.load(fromByteOffset: start, as: UInt32.self)
             guard (header & 0x7F00_0000) >> 24 == 2 else { return nil }        // computed
             let flags = header & 0x00FF_FFFF
@@ -230,6 +239,12 @@ internal struct _ComputedAccessors: @unchecked Sendable {
     /// on a private class, before any binding relies on it.
     private static let _accessorsWork: Bool = {
         let probe = _AccessorProbe()
+        // The layout reader must agree that these are one computed component each (it checks
+        // itself against known shapes), before any address read here is called.
+        for keyPath in [\_AccessorProbe.count, \_AccessorProbe.name] as [AnyKeyPath] {
+            guard let components = _KeyPathComponent.components(of: keyPath), components.count == 1,
+                  case .computed = components[0] else { return false }
+        }
         guard let count = _read(\_AccessorProbe.count), let name = _read(\_AccessorProbe.name),
               _read(\_AccessorProbe.plain) == nil, _read(\_AccessorProbe.child?.count) == nil
         else { return false }
@@ -241,8 +256,9 @@ internal struct _ComputedAccessors: @unchecked Sendable {
     }()
 }
 
-/// Calls the setter of `accessors` (see `_ComputedAccessors`) on `root`. Never specialised: the
-/// thunk takes `Value` and `Root` indirectly, as generic code passes them.
+/// Calls the setter of `accessors` (see `_ComputedAccessors`) on `root`. The function type is
+/// written with the generic parameters, so `Value` and `Root` pass indirectly, as the thunk takes
+/// them, however this is specialised; it is kept unspecialised and out of line all the same.
 @usableFromInline @inline(never) @_semantics("optimize.sil.specialize.generic.never")
 internal func _callKeyPathSetter<Root, Value>(_ accessors: _ComputedAccessors, _ root: Root, _ value: Value) {
     typealias Setter = @convention(thin) (Value, Root, UnsafeRawPointer, Int) -> Void

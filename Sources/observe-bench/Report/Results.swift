@@ -308,8 +308,8 @@ struct Target {
         + "bind/bindable are inlinable, and a target property with observers is read and written through its "
         + "accessors, not by applying the key path (which allocated a writeback buffer, ~2,400 instructions). "
         + "What is left is the two notifications' work: the source's, and the target's own setter. A target "
-        + "whose key path the accessors do not cover (several components, a subscript, a generic class's "
-        + "property) still applies the key path and costs about five times as much."
+        + "whose key path the accessors do not cover (several components, a subscript, a key path written "
+        + "inside generic code) still applies the key path and costs about five times as much."
 
     static let dependentNote = "the dependent value is read through the key's reader (read:, as the macro "
         + "declares it: no key path applied, no metadata looked up) and the per-change step (read, swap with the "
