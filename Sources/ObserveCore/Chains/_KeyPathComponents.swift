@@ -44,16 +44,19 @@ internal enum _KeyPathComponent: Hashable {
         return _read(keyPath)
     }
 
-    private static let _kindShift: UInt32 = 24
-    private static let _kindMask: UInt32 = 0x7F00_0000
-    private static let _payloadMask: UInt32 = 0x00FF_FFFF
+    // The layout's constants, shared with `_ComputedAccessors` below.
+    fileprivate static let _kindShift: UInt32 = 24
+    fileprivate static let _kindMask: UInt32 = 0x7F00_0000
+    fileprivate static let _payloadMask: UInt32 = 0x00FF_FFFF
     private static let _storedOffsetMask: UInt32 = 0x007F_FFFF
     private static let _maximumInlineOffset: UInt32 = 0x007F_FFFC
     private static let _outOfLineOffset: UInt32 = 0x007F_FFFF
-    private static let _computedSettable: UInt32 = 0x0040_0000
-    private static let _computedHasArguments: UInt32 = 0x0008_0000
-    private static let _bufferSizeMask: UInt32 = 0x00FF_FFFF
-    private static let _word = MemoryLayout<Int>.size
+    fileprivate static let _computedKind: UInt32 = 2
+    fileprivate static let _computedMutating: UInt32 = 0x0080_0000
+    fileprivate static let _computedSettable: UInt32 = 0x0040_0000
+    fileprivate static let _computedHasArguments: UInt32 = 0x0008_0000
+    fileprivate static let _bufferSizeMask: UInt32 = 0x00FF_FFFF
+    fileprivate static let _word = MemoryLayout<Int>.size
 
     private static func _read(_ keyPath: AnyKeyPath) -> [_KeyPathComponent]? {
         withExtendedLifetime(keyPath) {
@@ -78,7 +81,7 @@ internal enum _KeyPathComponent: Hashable {
                         return nil                                  // unresolved: a pattern, not an object
                     }
                     components.append(.stored(offset: offset, isClass: (raw & _kindMask) >> _kindShift == 3))
-                case 2:                                             // computed
+                case _computedKind:                                 // computed
                     position = _align(position)
                     let id = object.load(fromByteOffset: position, as: UInt.self)
                     position += 2 * _word                           // id, getter
@@ -110,7 +113,7 @@ internal enum _KeyPathComponent: Hashable {
     }
 
     @inline(__always)
-    private static func _align(_ position: Int) -> Int {
+    fileprivate static func _align(_ position: Int) -> Int {
         (position + _word - 1) & ~(_word - 1)
     }
 
@@ -201,28 +204,25 @@ internal struct _ComputedAccessors: @unchecked Sendable {
         return _read(keyPath)
     }
 
-    private static let _computedMutating: UInt32 = 0x0080_0000
-    private static let _computedSettable: UInt32 = 0x0040_0000
-    private static let _computedHasArguments: UInt32 = 0x0008_0000
-
     private static func _read(_ keyPath: AnyKeyPath) -> _ComputedAccessors? {
         #if _ptrauth(_arm64e)
         return nil
         #else
+        typealias Layout = _KeyPathComponent
         guard type(of: keyPath).rootType is AnyObject.Type else { return nil }
         return withExtendedLifetime(keyPath) {
-            let word = MemoryLayout<Int>.size
+            let word = Layout._word
             let object = UnsafeRawPointer(Unmanaged.passUnretained(keyPath).toOpaque())
-            let size = Int(object.load(fromByteOffset: 3 * word, as: UInt32.self) & 0x00FF_FFFF)
+            let size = Int(object.load(fromByteOffset: 3 * word, as: UInt32.self) & Layout._bufferSizeMask)
             let start = 4 * word                                   // the buffer header, padded to a word
             // Exactly one component: a header padded to a word, then identifier, getter, setter.
-            guard size == ((4 + word - 1) & ~(word - 1)) + 3 * word else { return nil }
+            guard size == Layout._align(4) + 3 * word else { return nil }
             let header = object.load(fromByteOffset: start, as: UInt32.self)
-            guard (header & 0x7F00_0000) >> 24 == 2 else { return nil }        // computed
-            let flags = header & 0x00FF_FFFF
-            guard flags & _computedSettable != 0, flags & _computedMutating == 0,
-                  flags & _computedHasArguments == 0 else { return nil }
-            var position = (start + 4 + word - 1) & ~(word - 1)
+            guard (header & Layout._kindMask) >> Layout._kindShift == Layout._computedKind else { return nil }
+            let flags = header & Layout._payloadMask
+            guard flags & Layout._computedSettable != 0, flags & Layout._computedMutating == 0,
+                  flags & Layout._computedHasArguments == 0 else { return nil }
+            var position = Layout._align(start + 4)
             position += word                                       // the identifier
             let getter = object.load(fromByteOffset: position, as: UnsafeRawPointer?.self)
             let arguments = object.advanced(by: position)
