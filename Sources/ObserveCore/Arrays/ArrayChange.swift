@@ -1,3 +1,5 @@
+internal import CObserveCore
+
 /// One change of an ``ObservableArray``: what kind of mutation it was and which elements moved,
 /// with their old and new indices.
 ///
@@ -518,11 +520,42 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var _hasValues = false
     /// The key id `elementKeyPath` was looked up for (a recycled box keeps both).
     @exclusivity(unchecked) var _elementKeyID: UInt32 = 0
+    /// An element box's `snapshot` as an address (0 = none), kept with it by `fillElementChange`,
+    /// `clearForReuse` and `dropSnapshot(ifAt:)`: the recycling paths compare and test it without
+    /// loading the generic reference (a retain and a release, or metadata, unspecialized).
+    @exclusivity(unchecked) var _snapshotAddress: UInt = 0
+
+    /// Whether the element box's snapshot is the only reference to its storage, or there is
+    /// none: then the array has moved on to other storage, and the box must not keep it.
+    var snapshotIsOrphaned: Bool {
+        _snapshotAddress == 0
+            || swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(bitPattern: _snapshotAddress).unsafelyUnwrapped)
+    }
+
+    /// Drops the element box's snapshot when it is the storage at `address` (which someone else
+    /// holds, so this is never the last reference).
+    func dropSnapshot(ifAt address: UInt) {
+        if _snapshotAddress == address {
+            snapshot = nil
+            _snapshotAddress = 0
+        }
+    }
 
     /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
     /// been filled already. The key path is kept from one change to the next when it is the same.
-    func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?) {
-        self.snapshot = snapshot
+    ///
+    /// A recycled element box keeps the storage it showed last (`clearForReuse(keepingSnapshot:)`):
+    /// when `snapshot` is that storage, nothing is retained or released. Otherwise the one it held
+    /// is moved to `stale`, for the caller to release after dropping the array's lock (it may be
+    /// the last reference to storage the array no longer uses, and so to its elements).
+    func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?,
+                           stale: inout AnyObject?) {
+        let address = UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(snapshot).toOpaque())
+        if _snapshotAddress != address {
+            stale = self.snapshot.take()
+            self.snapshot = snapshot
+            _snapshotAddress = address
+        }
         oldCount = snapshot.count
         newCount = snapshot.count
         if _elementKeyID != keyID || elementKeyPath == nil {
@@ -548,14 +581,21 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
         self.newCount = newCount
     }
 
-    /// Drops what the last change referred to (above all the snapshot: while held, the array's
-    /// next mutation would copy its storage), keeping the runs' capacity, the key path (an
+    /// Drops what the last change referred to, keeping the runs' capacity, the key path (an
     /// interned key path, alive for the whole process anyway) and the value cell.
-    func clearForReuse() {
+    ///
+    /// The snapshot goes too, except with `keepingSnapshot` (an element-change box parked in its
+    /// array, which takes it back under its lock before writing the storage:
+    /// `ObservableArray._reclaimStorageFromSpareBox`); otherwise the array's next mutation would
+    /// find its storage shared and copy it.
+    func clearForReuse(keepingSnapshot: Bool = false) {
         // One run is the usual element change; removeAll(keepingCapacity:) costs several times
         // more than removing it.
         if runs.count == 1 { runs.removeLast() } else { runs.removeAll(keepingCapacity: true) }
-        snapshot = nil
+        if !keepingSnapshot {
+            snapshot = nil
+            _snapshotAddress = 0
+        }
         if case .none = removed {} else { removed = .none }   // removed elements must not outlive the change
         if _hasValues {
             _hasValues = false

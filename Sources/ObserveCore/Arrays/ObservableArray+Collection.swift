@@ -177,6 +177,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// this iterator alone.
     @usableFromInline
     internal func _contiguousStorageForIteration() -> _RingBuffer<Element> {
+        _reclaimStorageFromSpareBox()
         if isKnownUniquelyReferenced(&_storage) {
             _storage.writerFoundUnique()
             _storage.makeContiguous()

@@ -727,6 +727,7 @@ extension ObservableArray {
             _lock.unlock()
             return false
         }
+        _reclaimStorageFromSpareBox()
         let old = _storage
         _storage = sorted
         _lock.unlock()

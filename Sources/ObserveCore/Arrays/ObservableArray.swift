@@ -49,7 +49,8 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// Key id of the array's mutations (an identity key path of this array type).
     internal let _mutationKeyID: UInt32
     /// A recycled element-change box (`Unmanaged` bits, 0 = none), owned by the array; see
-    /// `_ArrayChangeBox` and `_elementDidChange`.
+    /// `_ArrayChangeBox` and `_elementDidChange`. Emptied only under the array's lock
+    /// (`_takeChangeBox`, or deinit), filled by compare-and-swap from 0 (`_recycle`).
     internal let _spareChangeBox = Atomic<UInt>(0)
     /// The same for structural changes (`_pending`, `_deliver`): kept apart, so that neither kind
     /// of change finds the other's fields in a recycled box.
@@ -99,7 +100,30 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     @inline(__always)
     internal func _makeUnique() {
+        _reclaimStorageFromSpareBox()
         if _storageIsUnique { _storage.writerFoundUnique() } else { _storage = _storage.copy() }
+    }
+
+    /// Takes the storage back from the parked element-change box, which keeps showing it so that
+    /// the next element change refills the box without a retain and a release (`_recycle`).
+    /// Whoever is about to test the storage for uniqueness, or to replace it, calls this first:
+    /// otherwise the storage would look shared and be copied, or stay alive in the box.
+    ///
+    /// Lock held. A parked box is taken only under the lock, so it stays parked meanwhile and is
+    /// this thread's to write; the reference dropped is never the storage's last (`_storage` is
+    /// another), so nothing is freed under the lock.
+    @inline(__always)
+    internal func _reclaimStorageFromSpareBox() {
+        let bits = _spareChangeBox.load(ordering: .acquiring)
+        if bits != 0 { _dropSpareSnapshot(bits) }
+    }
+
+    @inline(never)
+    private func _dropSpareSnapshot(_ bits: UInt) {
+        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+            unsafeDowncast($0, to: _ArrayChangeBox<Element>.self)
+                .dropSnapshot(ifAt: UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(_storage).toOpaque()))
+        }
     }
 
     /// `isKnownUniquelyReferenced(&_storage)` for the paths that run unspecialized: called with

@@ -68,7 +68,9 @@
 //   closes it in a `defer` on the same thread. A begin/end API without that shape would break it.
 // - `_KeyTable`'s and `_KeyCatalog`'s lookup caches: entries published with release stores,
 //   read acquiring; a miss falls back to the locked table.
-// - `ObservableArray._spareChangeBox`: the recycled change box, handed over by exchange.
+// - `ObservableArray._spareChangeBox` / `_spareStructuralBox`: the recycled change boxes, taken
+//   under the array's lock (an acquiring load, then a store of 0) and put back from any thread
+//   by compare-and-swap from 0, which cannot fill a slot a locked take has seen full.
 // - `ObservationRuntime._maximumDepth`, `_BindingCore._cut`, `_HolderRecordingLock._holder`:
 //   single words, each documented where it is declared.
 //

@@ -540,4 +540,80 @@ struct ElementObservationTests {
         #expect(first == nil, "the recycled change storage still holds a value of an earlier change")
         token.cancel()
     }
+
+    // MARK: The recycled element-change box and the array's storage
+
+    // The box an element change is delivered in is parked in its array afterwards and keeps
+    // showing the array's storage, so that the next element change refills it without a retain
+    // and a release. These tests fail if that reference makes a later write copy the storage, or
+    // keeps storage (and so elements) alive that the array no longer holds. Boxes are reused in
+    // optimized builds only: the release run of the tests is the one that can catch a mistake.
+
+    @Test("a write after element changes updates the storage in place, without copying it",
+          arguments: ObservationBackend.allCases)
+    func writeAfterElementChangeDoesNotCopy(backend: ObservationBackend) {
+        let roster = students(backend, "ada", "bob", "cy")
+        let array = ObservableArray(roster, backend: backend)
+        var heard = 0
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { heard += change.elements.count }
+        }
+        let storage = array._storageIdentity
+        for round in 0..<3 {
+            roster[round].name += "!"
+            roster[round].name += "?"
+            array.swapAt(0, 2)
+            #expect(array._storageIdentity == storage, "round \(round): the write copied the storage")
+        }
+        array.append(Student(backend, "dee"))          // grows in place: the same storage object
+        #expect(array._storageIdentity == storage)
+        for student in array { _ = student.name }      // iteration shares the storage, then lets go
+        array.remove(at: 0)
+        #expect(array._storageIdentity == storage)
+        #expect(heard == 6)
+        token.cancel()
+    }
+
+    @Test("elements removed after element changes are released: remove, removeAll, a sort once unobserved",
+          arguments: ObservationBackend.allCases)
+    func removedAfterElementChangesAreReleased(backend: ObservationBackend) {
+        let lifetimes = LifetimeTracker()
+        let array = ObservableArray<Student>(backend: backend)
+        do {
+            for name in ["ada", "bob", "cy", "dee"] { array.append(lifetimes.track(Student(backend, name), name)) }
+        }
+        var token: ObservationToken? = array.observe(elementKeyPaths: [\.name]) { _, _ in }
+        array[0].name = "ada!"
+        array.remove(at: 0)
+        #expect(lifetimes.survivors.sorted() == ["bob", "cy", "dee"], "remove(at:) after an element change")
+        array[0].name = "bob!"
+        token = nil                                     // unobserved: a sort installs new storage
+        array.sort { $0.name > $1.name }
+        array.removeAll()
+        #expect(lifetimes.survivors.isEmpty, "still alive after sort and removeAll: \(lifetimes.survivors)")
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("storage an element-change handler made the array give up is released with its elements",
+          arguments: ObservationBackend.allCases)
+    func storageReplacedDuringDeliveryIsReleased(backend: ObservationBackend) {
+        let lifetimes = LifetimeTracker()
+        let array = ObservableArray<Student>(backend: backend)
+        do {
+            for name in ["ada", "bob", "cy"] { array.append(lifetimes.track(Student(backend, name), name)) }
+        }
+        var cleared = false
+        let token = array.observe(elementKeyPaths: [\.name]) { array, change in
+            // The change's box still shows the storage: removing everything copies it first,
+            // and the box, parked afterwards, would be the old storage's last holder.
+            if change.kind == .elementChanged && !cleared { cleared = true; array.removeAll() }
+        }
+        array[1].name = "bob!"
+        #expect(cleared && array.isEmpty)
+        #expect(lifetimes.survivors.isEmpty, "kept alive by a parked change box: \(lifetimes.survivors)")
+        array.append(Student(backend, "eve"))
+        array[0].name = "eve!"                          // the parked box is refilled and reused
+        #expect(array.count == 1)
+        token.cancel()
+    }
 }
