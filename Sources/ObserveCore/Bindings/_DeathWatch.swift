@@ -31,9 +31,14 @@ internal final class _DeathWatch: @unchecked Sendable {
     func watch(_ object: AnyObject, by watcher: any _DeathWatcher) {
         let address = UInt(bitPattern: ObjectIdentifier(object))
         _lock.withLock {
-            var entries = _entries[address] ?? []
+            // `count` counts addresses: one already present is counted, even when every watcher
+            // left in it has died (a watcher whose deinit has not yet unwatched).
+            guard var entries = _entries[address] else {
+                count.add(1, ordering: .relaxed)
+                _entries[address] = [Entry(watcher: watcher, identity: ObjectIdentifier(watcher))]
+                return
+            }
             entries.removeAll { $0.watcher == nil }
-            if entries.isEmpty { count.add(1, ordering: .relaxed) }
             entries.append(Entry(watcher: watcher, identity: ObjectIdentifier(watcher)))
             _entries[address] = entries
         }
