@@ -115,6 +115,10 @@ extension KeyValueRegistrar {
     /// the caches it frees are handed to the shard, to be released after the lock is dropped
     /// (a cache may hold the last reference to a removed registration and its handler).
     internal func _invalidateCache(deferringTo shard: _Shard) {
+        // No cache is the common case of observe-then-cancel with no set between. Only holders of
+        // the shard lock publish a cache (`_fillCache`) and this caller holds it, so a word read
+        // as 0 stays 0: the exchange, a serialising read-modify-write, is skipped.
+        if _cacheWord.load(ordering: .relaxed) == 0 { return }
         let old = _cacheWord.exchange(0, ordering: .sequentiallyConsistent)
         guard old != 0 else { return }
         let cache = Unmanaged<_DispatchCache>.fromOpaque(UnsafeRawPointer(bitPattern: old)!)

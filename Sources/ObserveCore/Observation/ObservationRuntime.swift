@@ -70,7 +70,7 @@ public enum ObservationRuntime {
         for backend in ObservationBackend.allCases {
             let registry = _Registry.shared(backend)
             registry.purgeDeadObservers()
-            total += registry.liveCount.load(ordering: .relaxed)
+            total += registry.liveCount
         }
         return total
     }

@@ -45,8 +45,15 @@ internal final class _Registry: @unchecked Sendable {
     /// notification path (registries live as long as the process; `deinit` never runs).
     private let _shards: UnsafeMutablePointer<Unmanaged<_Shard>>
     private static let _shardCount = 1 << _shardBits
-    /// Registrations currently stored (not yet cancelled) in this registry.
-    let liveCount = Atomic<Int>(0)
+    /// Registrations currently stored (not yet cancelled) in this registry: the shards' counts,
+    /// each read under its lock. O(shards).
+    var liveCount: Int {
+        var total = 0
+        for i in 0..<Self._shardCount {
+            _shards[i]._withUnsafeGuaranteedRef { shard in total += shard.lock.withLock { shard.liveCount } }
+        }
+        return total
+    }
 
     private init(backend: ObservationBackend) {
         self.backend = backend
@@ -91,7 +98,7 @@ internal final class _Registry: @unchecked Sendable {
     private func _add(_ registration: _AnyRegistration, to shard: _Shard) -> Bool {
         let added = shard.add(registration)
         if added {
-            liveCount.add(1, ordering: .relaxed)
+            shard.liveCount += 1
             let bit = _KeyTable.bit(for: registration.keyID)
             registration.withRegistrar { registrar in
                 registrar._invalidateCache(deferringTo: shard)
@@ -111,7 +118,7 @@ internal final class _Registry: @unchecked Sendable {
             return registration.withRegistrar { registrar in
                 registrar._invalidateCache(deferringTo: shard)
                 let emptied = shard.removeFromGroup(registration)
-                liveCount.subtract(1, ordering: .relaxed)
+                shard.liveCount -= 1
                 // The masks change only when a key lost its last group or a .prior registration left.
                 if emptied || registration.options.contains(.prior) {
                     shard.refreshMasks(object: registration.objectAddress, registrar: registrar)
@@ -153,7 +160,7 @@ internal final class _Registry: @unchecked Sendable {
             }
             if !removed.isEmpty {
                 registrar._invalidateCache(deferringTo: shard)
-                liveCount.subtract(removed.count, ordering: .relaxed)
+                shard.liveCount -= removed.count
                 shard.refreshMasks(object: object, registrar: registrar)
             }
             return removed
@@ -165,8 +172,7 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Removes every registration on `object` (the object is going away).
     func removeObject(_ object: UInt) {
-        let removed = _withShard(for: object) { shard in shard.removeObject(object) }
-        if removed > 0 { liveCount.subtract(removed, ordering: .relaxed) }
+        _withShard(for: object) { shard in shard.liveCount -= shard.removeObject(object) }
         _objectDidDie(object)   // derived-key drivers, bindings (Registry/_RegistryHooks.swift)
     }
 
