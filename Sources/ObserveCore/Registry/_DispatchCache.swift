@@ -11,39 +11,69 @@ import Synchronization
 /// notification after a change, and thrown away by the next change.
 ///
 /// How a reader gets one without a lock, and when it is freed: `Concurrency/_ReadSections.swift`.
+///
+/// One allocation: the object carries its arrays in its own tail (`ManagedBuffer`), so a fill
+/// costs one `malloc` and its invalidation one `free` — not two of each, as when the arrays were
+/// a separate block (a fill happens on the first set after every registration change, which is
+/// most sets of a service whose registrations churn: `service.churn`).
 @usableFromInline
-internal final class _DispatchCache: @unchecked Sendable {
+internal final class _DispatchCache: ManagedBuffer<_DispatchCacheHeader, UInt>, @unchecked Sendable {
     /// Number of keys with registrations.
-    @usableFromInline let keyCount: Int
+    @inlinable var keyCount: Int { _header.pointee.keyCount }
     /// Key ids (few: scanned linearly), parallel to `starts`.
-    @usableFromInline let keyIDs: UnsafeMutablePointer<UInt32>
+    @inlinable var keyIDs: UnsafeMutablePointer<UInt32> { _header.pointee.keyIDs }
     /// Registrations of key i are `registrations[starts[i] ..< starts[i + 1]]`.
-    @usableFromInline let starts: UnsafeMutablePointer<Int>
+    @inlinable var starts: UnsafeMutablePointer<Int> { _header.pointee.starts }
     /// Every registration, grouped by key (contexts merged, registry order), each retained
     /// once by the cache: a reader walks them with no reference counting at all.
-    @usableFromInline let registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>
-    private let _registrationCount: Int
-    /// The one allocation holding `registrations`, `starts`, `keyIDs` and `uniform`, in that order (each
-    /// part aligned for its type): a fill costs the object and this block, nothing else.
-    private let _block: UnsafeMutableRawPointer
+    @inlinable var registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>> { _header.pointee.registrations }
+    /// Per key, parallel to `keyIDs`: `_uniformFlag` with the `.old`/`.new` option bits when every
+    /// registration of the key is a token registration delivered inline that asks for the same
+    /// values and does not skip equal values (a property's usual observers), else 0. Such a key's
+    /// set builds one change and calls each handler directly (`KeyValueRegistrar._notify`).
+    @inlinable var uniform: UnsafeMutablePointer<UInt8> { _header.pointee.uniform }
+
+    /// The header, in place. Not `header`: that property is a `var` whose every read is a
+    /// dynamic exclusivity check and a copy of the whole struct (a set went from 256 to 374
+    /// instructions, callgrind). The header is written once, by `create`, and the object keeps
+    /// the pointer valid for as long as it lives.
+    @inlinable @inline(__always)
+    var _header: UnsafeMutablePointer<_DispatchCacheHeader> { withUnsafeMutablePointerToHeader { $0 } }
 
     /// Builds the cache of `keyCount` keys holding `registrationCount` registrations in all.
     /// `fill(key)` is called for key index 0, 1, … and returns that key's id after calling
     /// `add(registration)` for each of its registrations, in delivery order (the cache retains
     /// each once; the caller keeps them alive meanwhile). The counts must be exact.
-    init(keyCount: Int, registrationCount: Int,
-         fill: (_ key: Int, _ add: (Unmanaged<_AnyRegistration>) -> Void) -> UInt32) {
-        self.keyCount = keyCount
-        _registrationCount = registrationCount
-        let registrationBytes = registrationCount * MemoryLayout<Unmanaged<_AnyRegistration>>.stride
-        let startBytes = (keyCount + 1) * MemoryLayout<Int>.stride
-        let keyBytes = max(keyCount, 1) * MemoryLayout<UInt32>.stride
-        _block = .allocate(byteCount: registrationBytes + startBytes + keyBytes + max(keyCount, 1),
-                           alignment: MemoryLayout<Int>.alignment)
-        registrations = _block.bindMemory(to: Unmanaged<_AnyRegistration>.self, capacity: registrationCount)
-        starts = (_block + registrationBytes).bindMemory(to: Int.self, capacity: keyCount + 1)
-        keyIDs = (_block + registrationBytes + startBytes).bindMemory(to: UInt32.self, capacity: max(keyCount, 1))
-        uniform = (_block + registrationBytes + startBytes + keyBytes).bindMemory(to: UInt8.self, capacity: max(keyCount, 1))
+    static func make(keyCount: Int, registrationCount: Int,
+                     fill: (_ key: Int, _ add: (Unmanaged<_AnyRegistration>) -> Void) -> UInt32) -> _DispatchCache {
+        // The tail, in words: registrations, starts, then key ids and uniform bytes (each part
+        // aligned for its type: every part starts on a word).
+        let keySlots = max(keyCount, 1)
+        let keyIDWords = (keySlots * MemoryLayout<UInt32>.stride + 7) / 8
+        let uniformWords = (keySlots + 7) / 8
+        let words = registrationCount + (keyCount + 1) + keyIDWords + uniformWords
+        let buffer = self.create(minimumCapacity: words) { buffer in
+            buffer.withUnsafeMutablePointerToElements { tail in
+                let raw = UnsafeMutableRawPointer(tail)
+                let starts = raw + registrationCount * 8, keyIDs = starts + (keyCount + 1) * 8
+                return _DispatchCacheHeader(
+                    keyCount: keyCount, registrationCount: registrationCount,
+                    registrations: raw.bindMemory(to: Unmanaged<_AnyRegistration>.self, capacity: registrationCount),
+                    starts: starts.bindMemory(to: Int.self, capacity: keyCount + 1),
+                    keyIDs: keyIDs.bindMemory(to: UInt32.self, capacity: keySlots),
+                    uniform: (keyIDs + keyIDWords * 8).bindMemory(to: UInt8.self, capacity: keySlots))
+            }
+        }
+        let cache = unsafeDowncast(buffer, to: _DispatchCache.self)
+        cache._fill(fill)
+        return cache
+    }
+
+    private func _fill(_ fill: (_ key: Int, _ add: (Unmanaged<_AnyRegistration>) -> Void) -> UInt32) {
+        let header = _header.pointee
+        let keyCount = header.keyCount, registrationCount = header.registrationCount
+        let registrations = header.registrations, starts = header.starts
+        let keyIDs = header.keyIDs, uniform = header.uniform
         var next = 0
         for key in 0..<keyCount {
             starts[key] = next
@@ -68,15 +98,9 @@ internal final class _DispatchCache: @unchecked Sendable {
     }
 
     deinit {
-        for i in 0..<_registrationCount { registrations[i].release() }
-        _block.deallocate()
+        let header = _header.pointee
+        for i in 0..<header.registrationCount { header.registrations[i].release() }
     }
-
-    /// Per key, parallel to `keyIDs`: `_uniformFlag` with the `.old`/`.new` option bits when every
-    /// registration of the key is a token registration delivered inline that asks for the same
-    /// values and does not skip equal values (a property's usual observers), else 0. Such a key's
-    /// set builds one change and calls each handler directly (`KeyValueRegistrar._notify`).
-    @usableFromInline let uniform: UnsafeMutablePointer<UInt8>
 
     /// The bit of a `uniform` entry that says "uniform" (the low bits are option bits).
     @usableFromInline static var _uniformFlag: UInt8 { 0x80 }
@@ -91,12 +115,38 @@ internal final class _DispatchCache: @unchecked Sendable {
     /// The registrations of `keyID` and its `uniform` entry (0 when the key has none).
     @inlinable @inline(__always)
     func delivery(of keyID: UInt32) -> (range: Range<Int>, uniform: UInt8) {
-        let keyIDs = keyIDs, count = keyCount
+        let header = _header
+        let keyIDs = header.pointee.keyIDs, count = header.pointee.keyCount
         var i = 0
         while i < count {
-            if keyIDs[i] == keyID { return (Range(uncheckedBounds: (starts[i], starts[i &+ 1])), uniform[i]) }
+            if keyIDs[i] == keyID {
+                let starts = header.pointee.starts
+                return (Range(uncheckedBounds: (starts[i], starts[i &+ 1])), header.pointee.uniform[i])
+            }
             i &+= 1
         }
         return (0..<0, 0)
+    }
+}
+
+/// A dispatch cache's counts and where its parts sit in its tail (`_DispatchCache`).
+@usableFromInline
+internal struct _DispatchCacheHeader {
+    @usableFromInline let keyCount: Int
+    @usableFromInline let registrationCount: Int
+    @usableFromInline let registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>
+    @usableFromInline let starts: UnsafeMutablePointer<Int>
+    @usableFromInline let keyIDs: UnsafeMutablePointer<UInt32>
+    @usableFromInline let uniform: UnsafeMutablePointer<UInt8>
+
+    @usableFromInline
+    init(keyCount: Int, registrationCount: Int, registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>,
+         starts: UnsafeMutablePointer<Int>, keyIDs: UnsafeMutablePointer<UInt32>, uniform: UnsafeMutablePointer<UInt8>) {
+        self.keyCount = keyCount
+        self.registrationCount = registrationCount
+        self.registrations = registrations
+        self.starts = starts
+        self.keyIDs = keyIDs
+        self.uniform = uniform
     }
 }

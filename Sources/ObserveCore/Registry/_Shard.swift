@@ -137,7 +137,7 @@ internal final class _Shard: @unchecked Sendable {
         _table.entries(of: object, into: &_entryScratch)
         var registrationCount = 0
         for entry in _entryScratch { registrationCount += _groups[Int(entry.slot)].liveCount }
-        return _DispatchCache(keyCount: _entryScratch.count, registrationCount: registrationCount) { key, add in
+        return _DispatchCache.make(keyCount: _entryScratch.count, registrationCount: registrationCount) { key, add in
             let entry = _entryScratch[key]
             _groups[Int(entry.slot)].forEachLive(add)
             return entry.key
