@@ -11,40 +11,28 @@
 /// token's own handler); once `cancel()` returns, the handler is not called again for changes
 /// that start afterwards. A token of an object that has died is already inert.
 public final class ObservationToken: @unchecked Sendable {
-    // One registration is the common case; it is kept out of an array to spare an allocation.
+    // One registration is the common case: the token then holds it and nothing else (32 bytes
+    // with the object's header; every other shape lives in `_rest`, out of line).
     private let _single: _AnyRegistration?
-    private let _several: [_AnyRegistration]
-    /// For composite observations (an owner's array property): cancels the whole composite.
-    private let _cancelComposite: (@Sendable () -> Void)?
-    private let _isCompositeCancelled: (@Sendable () -> Bool)?
-    /// A composite observation's names for `withoutNotifying` (its registrations' silence key).
-    private let _compositeSilenceKeys: [UInt]
+    /// Several registrations, or a composite observation (an owner's array property).
+    private let _rest: _CompositeToken?
 
     @usableFromInline
     internal init(_ registration: _AnyRegistration?) {
         _single = registration
-        _several = []
-        _cancelComposite = nil
-        _isCompositeCancelled = nil
-        _compositeSilenceKeys = []
+        _rest = nil
     }
 
     @usableFromInline
     internal init(_ registrations: [_AnyRegistration]) {
         _single = nil
-        _several = registrations
-        _cancelComposite = nil
-        _isCompositeCancelled = nil
-        _compositeSilenceKeys = []
+        _rest = registrations.isEmpty ? nil : _CompositeToken(several: registrations)
     }
 
     internal init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool,
                   silenceKeys: [UInt]) {
         _single = nil
-        _several = []
-        _cancelComposite = cancel
-        _isCompositeCancelled = isCancelled
-        _compositeSilenceKeys = silenceKeys
+        _rest = _CompositeToken(cancel: cancel, isCancelled: isCancelled, silenceKeys: silenceKeys)
     }
 
     deinit { cancel() }
@@ -52,20 +40,55 @@ public final class ObservationToken: @unchecked Sendable {
     /// Stops the observation. Calling it again does nothing.
     public func cancel() {
         if let single = _single, !single.isCancelled { single.registry.remove(single) }
-        for registration in _several where !registration.isCancelled {
-            registration.registry.remove(registration)
-        }
-        _cancelComposite?()
+        _rest?.cancel()
+    }
+
+    /// What `withoutNotifying` silences for this token: its registrations' silence keys.
+    internal var _silenceKeys: [UInt] {
+        (_single.map { [$0.silenceKey] } ?? []) + (_rest?.silenceKeys ?? [])
     }
 
     /// Whether the observation has stopped (cancelled, removed, or its object died).
-    /// What `withoutNotifying` silences for this token: its registrations' silence keys.
-    internal var _silenceKeys: [UInt] {
-        (_single.map { [$0.silenceKey] } ?? []) + _several.map(\.silenceKey) + _compositeSilenceKeys
+    public var isCancelled: Bool {
+        if let _rest { return _rest.isCancelled }
+        return _single?.isCancelled ?? true
+    }
+}
+
+/// What a token holds beyond one registration: several registrations (`observe` of several key
+/// paths), or a composite observation's controls (an owner's array property, an actor's mailbox).
+private final class _CompositeToken: @unchecked Sendable {
+    private let _several: [_AnyRegistration]
+    private let _cancel: (@Sendable () -> Void)?
+    private let _isCancelled: (@Sendable () -> Bool)?
+    /// A composite observation's names for `withoutNotifying` (its registrations' silence key).
+    private let _silenceKeys: [UInt]
+
+    init(several: [_AnyRegistration]) {
+        _several = several
+        _cancel = nil
+        _isCancelled = nil
+        _silenceKeys = []
     }
 
-    public var isCancelled: Bool {
-        if let _isCompositeCancelled { return _isCompositeCancelled() }
-        return (_single?.isCancelled ?? true) && _several.allSatisfy { $0.isCancelled }
+    init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool, silenceKeys: [UInt]) {
+        _several = []
+        _cancel = cancel
+        _isCancelled = isCancelled
+        _silenceKeys = silenceKeys
+    }
+
+    func cancel() {
+        for registration in _several where !registration.isCancelled {
+            registration.registry.remove(registration)
+        }
+        _cancel?()
+    }
+
+    var silenceKeys: [UInt] { _several.map(\.silenceKey) + _silenceKeys }
+
+    var isCancelled: Bool {
+        if let _isCancelled { return _isCancelled() }
+        return _several.allSatisfy { $0.isCancelled }
     }
 }

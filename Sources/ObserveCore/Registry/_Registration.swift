@@ -15,26 +15,25 @@ import Synchronization
 /// - `_cancelled == false` ⟺ the registration is in its shard's group (checked under the lock).
 @usableFromInline
 internal class _AnyRegistration: @unchecked Sendable {
+    // Fields are laid out in declaration order: the small ones come in pairs that fill a word
+    // (options, the cancelled flag and the key id; the slot and the group index), which took a
+    // registration from 136 to 120 bytes.
     @usableFromInline let options: ObservationOptions
-    let objectAddress: UInt
-    @usableFromInline let keyID: UInt32
-    let context: UInt
-    /// Identity of the observer, 0 for token registrations (`observe`).
-    @usableFromInline let observerAddress: UInt
-    // Written once, in init (unchecked: a dynamic exclusivity check there cost ~76 instructions per
-    // registration, callgrind).
-    @usableFromInline @exclusivity(unchecked) weak var _observer: AnyObject?
-    @usableFromInline let _queue: DispatchQueue?
     @usableFromInline let _cancelled = Atomic<Bool>(false)
-    /// The name `withoutNotifying` silences this registration by: 0 for the registration's own
-    /// address, or the address of the composite observation it belongs to (set once, right after
-    /// creation, by that observation).
-    @usableFromInline let _silenceOwner = Atomic<UInt>(0)
+    @usableFromInline let keyID: UInt32
     /// The shard slot of this registration's group; meaningful while not cancelled, and read
     /// and written only under the shard's lock.
     @exclusivity(unchecked) var _slot: UInt32 = 0
     /// This registration's position in its group (`_RegistrationGroup`), under the same rules.
-    @exclusivity(unchecked) var _groupIndex = 0
+    @exclusivity(unchecked) var _groupIndex: UInt32 = 0
+    let objectAddress: UInt
+    /// The observer, its context and the delivery queue: nil for a token registration delivered
+    /// inline (`observe`, the usual kind), which so carries 32 bytes less.
+    @usableFromInline let _extras: _RegistrationExtras?
+    /// The name `withoutNotifying` silences this registration by: 0 for the registration's own
+    /// address, or the address of the composite observation it belongs to (set once, right after
+    /// creation, by that observation).
+    @usableFromInline let _silenceOwner = Atomic<UInt>(0)
     /// The registrar of the observed object, unretained. Valid while `_cancelled` is false when
     /// read under the shard lock: the registrar's deinit cancels (under the same lock) before it
     /// goes away. Used only through `withRegistrar`, which takes no reference: a strong
@@ -44,7 +43,11 @@ internal class _AnyRegistration: @unchecked Sendable {
     private let _registrar: Unmanaged<KeyValueRegistrar>
     /// The registry holding this registration (registries live for the whole process).
     @usableFromInline let registry: _Registry
-    let keyPath: AnyKeyPath
+
+    /// The key path observed, as interned for `keyID` (an equal one; the key table keeps it for
+    /// the life of the process). Not stored: introspection alone reads it, and a stored copy
+    /// cost every registration 8 bytes and a retain and a release.
+    var keyPath: AnyKeyPath { _KeyTable.shared.keyPath(for: keyID).unsafelyUnwrapped }
 
     /// Binds `registrar` to `object` (checking it serves no other), interns `keyPath`, and
     /// records the rest. Non-generic on purpose: the generic subclass init stays tiny.
@@ -55,16 +58,32 @@ internal class _AnyRegistration: @unchecked Sendable {
         self.registry = registrar._registry
         self.objectAddress = registrar._bind(to: object)
         self.keyID = _KeyTable.shared.id(for: keyPath)
-        self.keyPath = keyPath
-        self.context = context.rawValue
-        self._observer = observer
-        self.observerAddress = observer.map { UInt(bitPattern: ObjectIdentifier($0)) } ?? 0
         self.options = options
+        let queue: DispatchQueue?
         switch delivery {
-        case .inline: self._queue = nil
-        case .queue(let queue): self._queue = queue
+        case .inline: queue = nil
+        case .queue(let target): queue = target
+        }
+        // `ObservationContext.none` is `UInt.max` (compared as a literal: the static costs a
+        // `swift_once` per registration).
+        if observer != nil || queue != nil || context.rawValue != UInt.max {
+            _extras = _RegistrationExtras(observer: observer, context: context.rawValue, queue: queue)
+        } else {
+            _extras = nil
         }
     }
+
+    /// Identity of the observer, 0 for token registrations (`observe`).
+    @inlinable
+    final var observerAddress: UInt { _extras?.observerAddress ?? 0 }
+    /// The observer (held weakly); nil for a token registration or once the observer died.
+    @inlinable
+    final var _observer: AnyObject? { _extras?.observer }
+    /// The queue the handler runs on; nil for inline delivery.
+    @inlinable
+    final var _queue: DispatchQueue? { _extras?.queue }
+    /// The observer's context (`ObservationContext.rawValue`; `UInt.max` is `.none`).
+    final var context: UInt { _extras?.context ?? UInt.max }
 
     /// Runs `body` on the observed object's registrar without retaining it. Call it only under
     /// the shard lock, and only while the registration is not cancelled (see `_registrar`).
@@ -105,6 +124,25 @@ internal class _AnyRegistration: @unchecked Sendable {
     final var _observerDied: Bool { hasObserver && _observer == nil }
 }
 
+/// What a registration holds beyond a token registration delivered inline: set once, in the
+/// registration's init.
+@usableFromInline
+internal final class _RegistrationExtras: @unchecked Sendable {
+    @usableFromInline let observerAddress: UInt
+    let context: UInt
+    // Written once, in init (unchecked: a dynamic exclusivity check there cost ~76 instructions per
+    // registration, callgrind).
+    @usableFromInline @exclusivity(unchecked) weak var observer: AnyObject?
+    @usableFromInline let queue: DispatchQueue?
+
+    init(observer: AnyObject?, context: UInt, queue: DispatchQueue?) {
+        self.observerAddress = observer.map { UInt(bitPattern: ObjectIdentifier($0)) } ?? 0
+        self.context = context
+        self.observer = observer
+        self.queue = queue
+    }
+}
+
 /// A registration of a handler for a property of type `Value` on objects of type `Root`.
 ///
 /// The handler lives in one of two final subclasses, each with a non-optional closure of a
@@ -121,7 +159,10 @@ internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, 
     @inlinable
     final func _deliver(_ object: Root, _ change: ObservedChange<Value>, scopesOpen: Bool = true) {
         if isCancelled || (_slowPath(scopesOpen) && isSilencedOrCancelled) { return }
-        if _queue != nil {
+        if _extras == nil {
+            // A token registration delivered inline: one load decides.
+            unsafeDowncast(self, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
+        } else if _queue != nil {
             _deliverAsync(object, change)
         } else if hasObserver {
             guard let observer = _observer else {

@@ -70,7 +70,8 @@ internal struct _RegistrationGroup {
 
     /// Appends `registration` to the group.
     mutating func append(_ registration: _AnyRegistration) {
-        registration._groupIndex = members.count
+        _require(members.count < Int(UInt32.max), "ObserveCore: 2^32 registrations on one key of one object")
+        registration._groupIndex = UInt32(truncatingIfNeeded: members.count)
         if registration.hasObserver { _index(registration, at: members.count) }
         if registration.options.contains(.prior) { priorCount += 1 }
         members.append(registration)
@@ -79,7 +80,7 @@ internal struct _RegistrationGroup {
 
     /// Removes a member (which must be in this group).
     mutating func remove(_ registration: _AnyRegistration) {
-        let position = registration._groupIndex
+        let position = Int(registration._groupIndex)
         guard position < members.count, members[position] === registration else { _missingMember() }
         members[position] = nil
         liveCount -= 1
@@ -153,7 +154,7 @@ internal struct _RegistrationGroup {
         _byObserver.removeAll(keepingCapacity: true)
         for member in members {
             guard let member else { continue }
-            member._groupIndex = packed.count
+            member._groupIndex = UInt32(truncatingIfNeeded: packed.count)
             if member.hasObserver { _index(member, at: packed.count) }
             packed.append(member)
         }
@@ -173,7 +174,7 @@ internal struct _RegistrationGroup {
             guard let member else { continue }
             live += 1
             if member.options.contains(.prior) { prior += 1 }
-            _require(member._groupIndex == position, "\(`where`): member at \(position) thinks it is at \(member._groupIndex)")
+            _require(Int(member._groupIndex) == position, "\(`where`): member at \(position) thinks it is at \(member._groupIndex)")
             if member.hasObserver {
                 _require(expected[member.observerAddress, default: [:]].updateValue(position, forKey: member.context) == nil,
                          "\(`where`): two members for one (observer, context)")
