@@ -42,7 +42,8 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// `Concurrency/_ReadSections.swift` for the publication and reclamation protocol.
     @usableFromInline internal let _cacheWord = Atomic<UInt>(0)
     /// Registrations in which this registrar's object is the *observer*; cancelled on deinit.
-    private let _asObserverLock = _Lock()
+    /// Inline, not a `_Lock` object: that was a second allocation for every observable object.
+    private let _asObserverLock = _LockWord()
     @exclusivity(unchecked) private var _asObserver: [_AnyRegistration] = []
     @exclusivity(unchecked) private var _asObserverPruneAt = 8
 
