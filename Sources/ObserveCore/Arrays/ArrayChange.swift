@@ -1,5 +1,3 @@
-internal import CObserveCore
-
 /// One change of an ``ObservableArray``: what kind of mutation it was and which elements moved,
 /// with their old and new indices.
 ///
@@ -489,7 +487,10 @@ internal struct _KeptIndexMap {
 /// when, after delivery, nothing but the array refers to it — no handler kept the change, no
 /// queue holds it — and refills it for the next element change, so that delivering one
 /// allocates nothing. (Hence `var`s, whose dynamic exclusivity checks are off: the box is
-/// written only while exactly one owner holds it.)
+/// written only while exactly one owner holds it, or, parked in its array, under the array's
+/// lock.) A parked element box keeps showing the array's storage (`snapshot`) so that the next
+/// element change refills it without a retain and a release; the array takes it back before
+/// writing the storage (`ObservableArray._reclaimStorageFromSpareBox`).
 @usableFromInline
 internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var kind: ArrayChange<Element>.Kind
@@ -527,18 +528,18 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
 
     /// Whether the element box's snapshot is the only reference to its storage, or there is
     /// none: then the array has moved on to other storage, and the box must not keep it.
-    var snapshotIsOrphaned: Bool {
-        _snapshotAddress == 0
-            || swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(bitPattern: _snapshotAddress).unsafelyUnwrapped)
-    }
+    var snapshotIsOrphaned: Bool { _snapshotAddress == 0 || _isOnlyReference(_snapshotAddress) }
 
-    /// Drops the element box's snapshot when it is the storage at `address` (which someone else
-    /// holds, so this is never the last reference).
-    func dropSnapshot(ifAt address: UInt) {
-        if _snapshotAddress == address {
-            snapshot = nil
-            _snapshotAddress = 0
-        }
+    /// For a parked element box, under its array's lock: lets go of the snapshot. When it is the
+    /// storage at `current` (the array's, which the array still holds) it is released here; other
+    /// storage (which the array gave up while this box was being delivered) is handed back, for
+    /// the caller to release once the lock is dropped.
+    func takeSnapshot(unlessAt current: UInt) -> AnyObject? {
+        if _snapshotAddress == 0 { return nil }
+        let isCurrent = _snapshotAddress == current
+        _snapshotAddress = 0
+        let old: AnyObject? = snapshot.take()
+        return isCurrent ? nil : old
     }
 
     /// Turns a recycled (uniquely referenced) box into a new element change; `runs` must have
@@ -550,7 +551,7 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     /// the last reference to storage the array no longer uses, and so to its elements).
     func fillElementChange(snapshot: _RingBuffer<Element>, keyID: UInt32, keyPath: () -> AnyKeyPath?,
                            stale: inout AnyObject?) {
-        let address = UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(snapshot).toOpaque())
+        let address = _address(of: snapshot)
         if _snapshotAddress != address {
             stale = self.snapshot.take()
             self.snapshot = snapshot

@@ -58,7 +58,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
                 let old = (ring.base + slot).move()
                 (ring.base + slot).initialize(to: newValue)
                 _lock.unlock(movingOnly: Element.self)
-                _ = consume old   // released after unlocking: its deinit may use the array
+                _releaseAfterUnlocking(old)   // its deinit may use the array
                 return
             }
             _lock.unlock(movingOnly: Element.self)
@@ -117,7 +117,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
 
     /// Reserves room for `minimumCapacity` elements (not a change; nothing is reported).
     public func reserveCapacity(_ minimumCapacity: Int) {
-        _lock.withLock {
+        _withLockReleasingAfter {
             _makeUnique()
             if minimumCapacity > _storage.capacity {
                 _storage.grow(to: minimumCapacity)

@@ -259,7 +259,9 @@ extension ObservableArray {
         _lock.lock()
         _makeUnique()
         let pending = body()
+        let released = _takeReleasesAfterUnlock()
         _lock.unlock()
+        if released != nil { _releaseAfterUnlocking(released) }
         _deliverUnlocked(consume pending)
     }
 
@@ -289,7 +291,9 @@ extension ObservableArray {
                 snapshot = nil   // drop the extra reference so the storage is unique again
                 _makeUnique()
                 let pending = apply(decision)
+                let released = _takeReleasesAfterUnlock()
                 _lock.unlock()
+                if released != nil { _releaseAfterUnlocking(released) }
                 _deliverUnlocked(consume pending)
                 return
             }
@@ -533,9 +537,13 @@ extension ObservableArray {
             if let batch = _batch {
                 let origins = batch.composer.remove(at: 0, count: old)
                 for (i, origin) in origins.enumerated() { if let origin { batch.keepRemoved(oldStorage[i], origin: origin) } }
+                _releaseAfterUnlock.append(oldStorage)   // the last reference: elements die unlocked
                 return nil
             }
-            guard _mustRecord else { return nil }
+            guard _mustRecord else {
+                _releaseAfterUnlock.append(oldStorage)
+                return nil
+            }
             return _pending(.remove, run: _ArrayRun(.remove, start: 0, length: old), removed: .storage(oldStorage), oldCount: old)
         }
     }
@@ -730,8 +738,10 @@ extension ObservableArray {
         _reclaimStorageFromSpareBox()
         let old = _storage
         _storage = sorted
+        let released = _takeReleasesAfterUnlock()
         _lock.unlock()
-        _ = consume old   // released after unlocking: an element's deinit may use the array
+        _releaseAfterUnlocking(old)   // an element's deinit may use the array
+        if released != nil { _releaseAfterUnlocking(released) }
         return true
     }
 
@@ -747,7 +757,9 @@ extension ObservableArray {
         snapshot = nil   // drop the extra reference so the storage is unique again
         _makeUnique()
         let pending = _applyPermutation(permutation)
+        let released = _takeReleasesAfterUnlock()
         _lock.unlock()
+        if released != nil { _releaseAfterUnlocking(released) }
         _deliverUnlocked(consume pending)
         return true
     }

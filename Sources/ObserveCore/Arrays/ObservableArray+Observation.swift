@@ -333,7 +333,7 @@ extension ObservableArray {
                                   keyID: keyID, elementAddress: elementAddress, values: values, stale: &stale)
         }
         _lock.unlock()
-        _ = consume stale
+        if stale != nil { _releaseAfterUnlocking(stale) }
         if let (cache, range) = prepared {
             // The change takes the box over (`consume`) and hands it back to `_recycle`: built
             // from a copy of `boxObject` instead, it cost a retain and a release per change.

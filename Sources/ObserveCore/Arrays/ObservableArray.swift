@@ -50,11 +50,15 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     internal let _mutationKeyID: UInt32
     /// A recycled element-change box (`Unmanaged` bits, 0 = none), owned by the array; see
     /// `_ArrayChangeBox` and `_elementDidChange`. Emptied only under the array's lock
-    /// (`_takeChangeBox`, or deinit), filled by compare-and-swap from 0 (`_recycle`).
+    /// (`_takeChangeBox`) or by deinit (no other reference left), filled by compare-and-swap
+    /// from 0 (`_recycle`).
     internal let _spareChangeBox = Atomic<UInt>(0)
     /// The same for structural changes (`_pending`, `_deliver`): kept apart, so that neither kind
     /// of change finds the other's fields in a recycled box.
     internal let _spareStructuralBox = Atomic<UInt>(0)
+    /// References the lock holder gave up (storage and, with it, elements) that it releases once
+    /// the lock is dropped: an element's deinit may use the array. Lock held to touch.
+    @exclusivity(unchecked) internal var _releaseAfterUnlock: [AnyObject] = []
 
     /// An empty array whose observations live in the default backend's registry.
     public required convenience init() {
@@ -96,7 +100,24 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
         release(_spareStructuralBox.exchange(0, ordering: .acquiring))
     }
 
+    /// Whether some thread holds the array's lock right now (tests: an element's deinit must never
+    /// run under it).
+    @_spi(Testing)
+    public var _isLocked: Bool { _lock._word._state.load(ordering: .relaxed) != 0 }
+
     // MARK: Storage helpers (caller holds the lock)
+
+    /// Runs `body` under the lock, then releases what it gave up (`_releaseAfterUnlock`) after
+    /// unlocking.
+    @inline(__always)
+    internal func _withLockReleasingAfter<R>(_ body: () -> R) -> R {
+        _lock.lock()
+        let result = body()
+        let released = _takeReleasesAfterUnlock()
+        _lock.unlock()
+        if released != nil { _releaseAfterUnlocking(released) }
+        return result
+    }
 
     @inline(__always)
     internal func _makeUnique() {
@@ -106,33 +127,51 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     /// Takes the storage back from the parked element-change box, which keeps showing it so that
     /// the next element change refills the box without a retain and a release (`_recycle`).
-    /// Whoever is about to test the storage for uniqueness, or to replace it, calls this first:
-    /// otherwise the storage would look shared and be copied, or stay alive in the box.
+    /// The general paths call this before testing the storage for uniqueness or replacing it:
+    /// otherwise the storage would look shared and be copied, or stay alive in the box. (The
+    /// inlinable fast paths do not: after element observation ends, the first unobserved write
+    /// finds the storage shared and takes the general path, which reclaims it.)
     ///
     /// Lock held. A parked box is taken only under the lock, so it stays parked meanwhile and is
-    /// this thread's to write; the reference dropped is never the storage's last (`_storage` is
-    /// another), so nothing is freed under the lock.
+    /// this thread's to write. When it shows the current storage, dropping that reference frees
+    /// nothing (`_storage` is another). When it shows storage the array gave up while the box was
+    /// being delivered (a write on another thread, or one a handler made while something else
+    /// held that storage), the reference may be the last one: it moves to `_releaseAfterUnlock`,
+    /// so that the elements' deinits never run under the lock.
     @inline(__always)
     internal func _reclaimStorageFromSpareBox() {
         let bits = _spareChangeBox.load(ordering: .acquiring)
-        if bits != 0 { _dropSpareSnapshot(bits) }
+        if bits != 0 { _reclaimSpareSnapshot(bits) }
     }
 
     @inline(never)
-    private func _dropSpareSnapshot(_ bits: UInt) {
-        Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef {
-            unsafeDowncast($0, to: _ArrayChangeBox<Element>.self)
-                .dropSnapshot(ifAt: UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(_storage).toOpaque()))
-        }
+    private func _reclaimSpareSnapshot(_ bits: UInt) {
+        let given = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef {
+                unsafeDowncast($0, to: _ArrayChangeBox<Element>.self).takeSnapshot(unlessAt: _address(of: _storage))
+            }
+        if let given { _releaseAfterUnlock.append(given) }
+    }
+
+    /// What the lock holder gave up and must release after unlocking (`_releaseAfterUnlock`), or
+    /// nil; call it just before `unlock()` and let the result go after it. Lock held.
+    @inline(__always)
+    internal func _takeReleasesAfterUnlock() -> [AnyObject]? {
+        if _fastPath(_releaseAfterUnlock.isEmpty) { return nil }
+        return _takeReleasesSlow()
+    }
+
+    @inline(never)
+    private func _takeReleasesSlow() -> [AnyObject] {
+        defer { _releaseAfterUnlock = [] }
+        return _releaseAfterUnlock
     }
 
     /// `isKnownUniquelyReferenced(&_storage)` for the paths that run unspecialized: called with
     /// `_RingBuffer<Element>`, the generic function looked up that type's metadata on every
     /// observed mutation (`include/cobs_swift_runtime.h`). The inlinable fast paths are
     /// specialized by their callers and use the plain call.
-    internal var _storageIsUnique: Bool {
-        swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(Unmanaged<AnyObject>.passUnretained(_storage).toOpaque()))
-    }
+    internal var _storageIsUnique: Bool { _isOnlyReference(_address(of: _storage)) }
 
     internal func _ensureCapacity(_ extra: Int) {
         if _storage.count + extra > _storage.capacity {
@@ -188,4 +227,18 @@ extension ObservableArray: CustomStringConvertible, CustomDebugStringConvertible
 @usableFromInline @inline(never)
 internal func _indexOutOfRange(_ function: StaticString, _ index: Int, _ count: Int) -> Never {
     fatalError("ObservableArray.\(function): index \(index) out of range for count \(count)")
+}
+
+/// The address of `object`, taken without a retain.
+@inline(__always)
+internal func _address(of object: AnyObject) -> UInt {
+    UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(object).toOpaque())
+}
+
+/// Whether the object at `address` has exactly one strong reference: a plain load of its count
+/// through the runtime's entry point (`isKnownUniquelyReferenced` of a generic type, run
+/// unspecialized, looks up the type's metadata each time).
+@inline(__always)
+internal func _isOnlyReference(_ address: UInt) -> Bool {
+    swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped)
 }

@@ -46,9 +46,8 @@ internal class _Lock: @unchecked Sendable {
     /// references there is no retain or release that could sink below the store, so the barrier
     /// call of `unlock()` (1.6 ns of a 4.6 ns append) is skipped; otherwise this is `unlock()`.
     @inlinable @inline(__always)
-    internal final func unlock<T>(movingOnly _: T.Type) {
-        if !_isPOD(T.self) { _opaqueBarrier() }
-        _word._state.store(0, ordering: .releasing)
+    internal final func unlock<T>(movingOnly type: T.Type) {
+        _word.unlock(movingOnly: type)
     }
 
     @inline(__always)
@@ -101,6 +100,13 @@ internal struct _LockWord: ~Copyable, @unchecked Sendable {
         _opaqueBarrier()
         _state.store(0, ordering: .releasing)
     }
+
+    /// `unlock()` without the barrier when `T` holds no references (see `_Lock.unlock(movingOnly:)`).
+    @inlinable @inline(__always)
+    internal func unlock<T>(movingOnly _: T.Type) {
+        if !_isPOD(T.self) { _opaqueBarrier() }
+        _state.store(0, ordering: .releasing)
+    }
 }
 
 /// A `_Lock` whose holder may run user code while holding it (an ``ObservableArray`` element
@@ -133,6 +139,19 @@ internal final class _HolderRecordingLock: _Lock, @unchecked Sendable {
         _holder.store(0, ordering: .relaxed)
         unlock()
     }
+}
+
+/// Releases `value` after the caller's `unlock()`. Written plainly (`_ = consume value` after the
+/// unlock), the release could run before the unlock: the unlock is a release store, which keeps
+/// what comes before it above it but lets what follows move up, and the optimizer did move the
+/// release of a removed storage there, so that its elements' deinits ran under the array's lock
+/// (caught by "removeAll releases the elements after dropping the array's lock", release build).
+/// The opaque call first pins the release below the store.
+@inlinable @inline(__always)
+internal func _releaseAfterUnlocking<T>(_ value: consuming T) {
+    if _isPOD(T.self) { return }
+    _opaqueBarrier()
+    _ = consume value
 }
 
 /// A call the optimizer cannot see through (`cobs_barrier.h`): no retain or release moves across

@@ -38,8 +38,8 @@
 //   retired-cache lock → reclaimer lock → thread-records lock (C, `read_sections.c`)
 //   array lock → element-tracker directory lock                         starting/stopping tracking
 // The thread-records and directory locks are leaves. The other `_Lock`s (key table, key catalog,
-// `_asObserverLock`, drivers, streams, actor mailbox, bindings, runtime settings) each guard one
-// object's own state.
+// drivers, streams, actor mailbox, bindings, runtime settings) and the registrar's inline
+// `_LockWord` (`_asObserverLock`) each guard one object's own state.
 // Handlers run under no lock of this library: a handler may observe, cancel, mutate the array it
 // was told about, or release the last reference to anything. Two consequences kept in the code:
 // a read section left under an array lock never frees retired caches there
@@ -82,7 +82,7 @@
 //   it holds (by address, in `_ElementTracker`): the array's `_storage` holds them while the
 //   array's lock is held, and nothing under that lock replaces it;
 // - the element-change box and its value cell while a change is prepared and delivered: held by
-//   the one `let` that `_recycle` consumes;
+//   one `let`, then by the change built from it, which `_recycle` consumes;
 // - the directory's trackers: each entry retains its tracker; `_registry.elementTrackers` and the
 //   registry shards are immortal (registries live as long as the process);
 // - `ObservableKey._keyPath`: key paths are interned by `_KeyTable` for the life of the process;

@@ -322,9 +322,9 @@ extension KeyValueObservable {
     public var observedKeyPaths: [PartialKeyPath<Self>] {
         var seen = Set<AnyKeyPath>()
         var result: [PartialKeyPath<Self>] = []
-        for registration in _registrations(nil)
-        where !registration._observerDied && seen.insert(registration.keyPath).inserted {
-            if let keyPath = registration.keyPath as? PartialKeyPath<Self> { result.append(keyPath) }
+        for registration in _registrations(nil) where !registration._observerDied {
+            let keyPath = registration.keyPath   // looked up in the key table: once
+            if seen.insert(keyPath).inserted, let typed = keyPath as? PartialKeyPath<Self> { result.append(typed) }
         }
         return result
     }

@@ -17,7 +17,7 @@ import Synchronization
 /// a separate block (a fill happens on the first set after every registration change, which is
 /// most sets of a service whose registrations churn: `service.churn`).
 @usableFromInline
-internal final class _DispatchCache: ManagedBuffer<_DispatchCacheHeader, UInt>, @unchecked Sendable {
+internal final class _DispatchCache: ManagedBuffer<_DispatchCacheHeader, UInt> {
     /// Number of keys with registrations.
     @inlinable var keyCount: Int { _header.pointee.keyCount }
     /// Key ids (few: scanned linearly), parallel to `starts`.
@@ -46,22 +46,27 @@ internal final class _DispatchCache: ManagedBuffer<_DispatchCacheHeader, UInt>, 
     /// each once; the caller keeps them alive meanwhile). The counts must be exact.
     static func make(keyCount: Int, registrationCount: Int,
                      fill: (_ key: Int, _ add: (Unmanaged<_AnyRegistration>) -> Void) -> UInt32) -> _DispatchCache {
-        // The tail, in words: registrations, starts, then key ids and uniform bytes (each part
-        // aligned for its type: every part starts on a word).
+        // The tail, in words: registrations, starts, then key ids and uniform bytes, each part
+        // starting on a word (so aligned for its type). Sizes from strides: a word is 4 bytes on
+        // 32-bit targets.
+        let word = MemoryLayout<UInt>.stride
+        func words(_ bytes: Int) -> Int { (bytes + word - 1) / word }
         let keySlots = max(keyCount, 1)
-        let keyIDWords = (keySlots * MemoryLayout<UInt32>.stride + 7) / 8
-        let uniformWords = (keySlots + 7) / 8
-        let words = registrationCount + (keyCount + 1) + keyIDWords + uniformWords
-        let buffer = self.create(minimumCapacity: words) { buffer in
+        let registrationWords = words(registrationCount * MemoryLayout<Unmanaged<_AnyRegistration>>.stride)
+        let startWords = words((keyCount + 1) * MemoryLayout<Int>.stride)
+        let keyIDWords = words(keySlots * MemoryLayout<UInt32>.stride)
+        let uniformWords = words(keySlots * MemoryLayout<UInt8>.stride)
+        let total = registrationWords + startWords + keyIDWords + uniformWords
+        let buffer = self.create(minimumCapacity: total) { buffer in
             buffer.withUnsafeMutablePointerToElements { tail in
                 let raw = UnsafeMutableRawPointer(tail)
-                let starts = raw + registrationCount * 8, keyIDs = starts + (keyCount + 1) * 8
+                let starts = raw + registrationWords * word, keyIDs = starts + startWords * word
                 return _DispatchCacheHeader(
                     keyCount: keyCount, registrationCount: registrationCount,
                     registrations: raw.bindMemory(to: Unmanaged<_AnyRegistration>.self, capacity: registrationCount),
                     starts: starts.bindMemory(to: Int.self, capacity: keyCount + 1),
                     keyIDs: keyIDs.bindMemory(to: UInt32.self, capacity: keySlots),
-                    uniform: (keyIDs + keyIDWords * 8).bindMemory(to: UInt8.self, capacity: keySlots))
+                    uniform: (keyIDs + keyIDWords * word).bindMemory(to: UInt8.self, capacity: keySlots))
             }
         }
         let cache = unsafeDowncast(buffer, to: _DispatchCache.self)

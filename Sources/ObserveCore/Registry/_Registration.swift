@@ -15,9 +15,9 @@ import Synchronization
 /// - `_cancelled == false` ⟺ the registration is in its shard's group (checked under the lock).
 @usableFromInline
 internal class _AnyRegistration: @unchecked Sendable {
-    // Fields are laid out in declaration order: the small ones come in pairs that fill a word
-    // (options, the cancelled flag and the key id; the slot and the group index), which took a
-    // registration from 136 to 120 bytes.
+    // Fields are laid out in declaration order: the small ones share words (options, the
+    // cancelled flag and the key id; the slot and the group index). With the observer, context
+    // and queue in `_extras`, a token registration is 88 bytes (136 before both).
     @usableFromInline let options: ObservationOptions
     @usableFromInline let _cancelled = Atomic<Bool>(false)
     @usableFromInline let keyID: UInt32
@@ -171,7 +171,9 @@ internal class _PropertyRegistration<Root: AnyObject, Value>: _AnyRegistration, 
             }
             unsafeDowncast(self, to: _ObserverRegistration<Root, Value>.self)._handler(observer, object, change)
         } else {
-            unsafeDowncast(self, to: _TokenRegistration<Root, Value>.self)._handler(object, change)
+            // Extras without an observer or a queue: a context alone, which only observer
+            // registrations carry (`_extras` is nil for a token registration delivered inline).
+            _require(false, "ObserveCore: a registration with a context but no observer")
         }
     }
 

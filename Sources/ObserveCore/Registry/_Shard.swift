@@ -18,14 +18,14 @@ internal final class _Shard: @unchecked Sendable {
     @exclusivity(unchecked) private var _groups: ContiguousArray<_RegistrationGroup> = []
     @exclusivity(unchecked) private var _freeSlots: [UInt32] = []
     @exclusivity(unchecked) private var _entryScratch: [_TableEntry] = []
-    /// References dropped under the lock, released by `_Registry` after it unlocks: the first
-    /// in `_deferredFirst` (a removal usually drops one, the replaced dispatch cache, and an
-    /// array would be allocated and freed for it on every removal), the others in
-    /// `_deferredReleases`.
     /// Registrations stored in this shard and not cancelled. Counted under the lock, not in one
     /// registry-wide atomic: that cost two serialising read-modify-writes per observe and cancel
     /// (and shared a cache line between threads registering on unrelated objects).
     @exclusivity(unchecked) internal var liveCount = 0
+    /// References dropped under the lock, released by `_Registry` after it unlocks: the first
+    /// in `_deferredFirst` (a removal usually drops one, the replaced dispatch cache, and an
+    /// array would be allocated and freed for it on every removal), the others in
+    /// `_deferredReleases`.
     @exclusivity(unchecked) private var _deferredFirst: AnyObject?
     @exclusivity(unchecked) private var _deferredReleases: [AnyObject] = []
 

@@ -547,7 +547,8 @@ struct ElementObservationTests {
     // showing the array's storage, so that the next element change refills it without a retain
     // and a release. These tests fail if that reference makes a later write copy the storage, or
     // keeps storage (and so elements) alive that the array no longer holds. Boxes are reused in
-    // optimized builds only: the release run of the tests is the one that can catch a mistake.
+    // optimized builds only: in a debug build these tests pass whatever the box does, and the
+    // release run of the tests (CI's second step) is the one that can catch a mistake.
 
     @Test("a write after element changes updates the storage in place, without copying it",
           arguments: ObservationBackend.allCases)
@@ -571,8 +572,64 @@ struct ElementObservationTests {
         array.remove(at: 0)
         #expect(array._storageIdentity == storage)
         #expect(heard == 6)
+        // A ring that wraps is laid out contiguously in place for an iterator, unless shared.
+        array.insert(Student(backend, "eve"), at: 0)   // the ring now wraps around its allocation
+        array[1].name += "!"                            // the parked box shows the storage again
+        for student in array { _ = student.name }
+        #expect(array._storageIdentity == storage, "iterating copied the storage the box showed")
+        #expect(heard == 7)
         token.cancel()
     }
+
+    @Test("storage a handler's removeAll gave up while something else held it is released once that lets go",
+          arguments: ObservationBackend.allCases)
+    func storageGivenUpWhileSharedIsReleased(backend: ObservationBackend) {
+        let lifetimes = LifetimeTracker()
+        let array = ObservableArray<Student>(backend: backend)
+        do {
+            for name in ["ada", "bob", "cy"] { array.append(lifetimes.track(Student(backend, name), name)) }
+        }
+        var pinned: ObservableArray<Student>.Iterator?
+        var cleared = false
+        let token = array.observe(elementKeyPaths: [\.name]) { array, change in
+            guard change.kind == .elementChanged, !cleared else { return }
+            cleared = true
+            pinned = array.makeIterator()   // holds the storage the change's box shows
+            array.removeAll()               // the array moves to new storage; the box parks with the old
+        }
+        array[1].name = "bob!"
+        #expect(cleared && array.isEmpty)
+        pinned = nil                        // now only the parked box holds the old storage
+        array.append(Student(backend, "eve"))
+        #expect(lifetimes.survivors.isEmpty, "kept alive by a parked change box: \(lifetimes.survivors)")
+        token.cancel()
+        withExtendedLifetime(pinned) {}
+    }
+
+    @Test("removeAll releases the elements after dropping the array's lock, observed or not",
+          arguments: ObservationBackend.allCases)
+    func removeAllReleasesOutsideTheLock(backend: ObservationBackend) {
+        final class Probe {
+            let onDeinit: () -> Void
+            init(_ onDeinit: @escaping () -> Void) { self.onDeinit = onDeinit }
+            deinit { onDeinit() }
+        }
+        for observed in [false, true] {
+            let array = ObservableArray<Probe>(backend: backend)
+            var deinits = 0, underLock = 0
+            for _ in 0..<3 {
+                array.append(Probe { [unowned array] in
+                    deinits += 1
+                    if array._isLocked { underLock += 1 }   // an element's deinit may use the array
+                })
+            }
+            let token = observed ? array.observe { _, _ in } : nil
+            array.removeAll()
+            #expect(deinits == 3 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits ran under the lock")
+            token?.cancel()
+        }
+    }
+
 
     @Test("elements removed after element changes are released: remove, removeAll, a sort once unobserved",
           arguments: ObservationBackend.allCases)
