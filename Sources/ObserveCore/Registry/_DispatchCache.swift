@@ -143,15 +143,4 @@ internal struct _DispatchCacheHeader {
     @usableFromInline let starts: UnsafeMutablePointer<Int>
     @usableFromInline let keyIDs: UnsafeMutablePointer<UInt32>
     @usableFromInline let uniform: UnsafeMutablePointer<UInt8>
-
-    @usableFromInline
-    init(keyCount: Int, registrationCount: Int, registrations: UnsafeMutablePointer<Unmanaged<_AnyRegistration>>,
-         starts: UnsafeMutablePointer<Int>, keyIDs: UnsafeMutablePointer<UInt32>, uniform: UnsafeMutablePointer<UInt8>) {
-        self.keyCount = keyCount
-        self.registrationCount = registrationCount
-        self.registrations = registrations
-        self.starts = starts
-        self.keyIDs = keyIDs
-        self.uniform = uniform
-    }
 }

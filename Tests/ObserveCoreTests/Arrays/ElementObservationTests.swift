@@ -543,6 +543,15 @@ struct ElementObservationTests {
 
     // MARK: The recycled element-change box and the array's storage
 
+    /// An array of new students, each watched by `lifetimes` (labelled with its name), held by
+    /// nothing but the array.
+    private static func trackedStudents(_ backend: ObservationBackend, _ names: [String],
+                                        _ lifetimes: LifetimeTracker) -> ObservableArray<Student> {
+        let array = ObservableArray<Student>(backend: backend)
+        for name in names { array.append(lifetimes.track(Student(backend, name), name)) }
+        return array
+    }
+
     // The box an element change is delivered in is parked in its array afterwards and keeps
     // showing the array's storage, so that the next element change refills it without a retain
     // and a release. These tests fail if that reference makes a later write copy the storage, or
@@ -585,10 +594,7 @@ struct ElementObservationTests {
           arguments: ObservationBackend.allCases)
     func storageGivenUpWhileSharedIsReleased(backend: ObservationBackend) {
         let lifetimes = LifetimeTracker()
-        let array = ObservableArray<Student>(backend: backend)
-        do {
-            for name in ["ada", "bob", "cy"] { array.append(lifetimes.track(Student(backend, name), name)) }
-        }
+        let array = Self.trackedStudents(backend, ["ada", "bob", "cy"], lifetimes)
         var pinned: ObservableArray<Student>.Iterator?
         var cleared = false
         let token = array.observe(elementKeyPaths: [\.name]) { array, change in
@@ -635,10 +641,7 @@ struct ElementObservationTests {
           arguments: ObservationBackend.allCases)
     func removedAfterElementChangesAreReleased(backend: ObservationBackend) {
         let lifetimes = LifetimeTracker()
-        let array = ObservableArray<Student>(backend: backend)
-        do {
-            for name in ["ada", "bob", "cy", "dee"] { array.append(lifetimes.track(Student(backend, name), name)) }
-        }
+        let array = Self.trackedStudents(backend, ["ada", "bob", "cy", "dee"], lifetimes)
         var token: ObservationToken? = array.observe(elementKeyPaths: [\.name]) { _, _ in }
         array[0].name = "ada!"
         array.remove(at: 0)
@@ -655,10 +658,7 @@ struct ElementObservationTests {
           arguments: ObservationBackend.allCases)
     func storageReplacedDuringDeliveryIsReleased(backend: ObservationBackend) {
         let lifetimes = LifetimeTracker()
-        let array = ObservableArray<Student>(backend: backend)
-        do {
-            for name in ["ada", "bob", "cy"] { array.append(lifetimes.track(Student(backend, name), name)) }
-        }
+        let array = Self.trackedStudents(backend, ["ada", "bob", "cy"], lifetimes)
         var cleared = false
         let token = array.observe(elementKeyPaths: [\.name]) { array, change in
             // The change's box still shows the storage: removing everything copies it first,
