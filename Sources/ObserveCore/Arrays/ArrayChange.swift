@@ -522,7 +522,7 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     /// The key id `elementKeyPath` was looked up for (a recycled box keeps both).
     @exclusivity(unchecked) var _elementKeyID: UInt32 = 0
     /// An element box's `snapshot` as an address (0 = none), kept with it by `fillElementChange`,
-    /// `clearForReuse` and `dropSnapshot(ifAt:)`: the recycling paths compare and test it without
+    /// `clearForReuse` and `takeSnapshot(unlessAt:)`: the recycling paths compare and test it without
     /// loading the generic reference (a retain and a release, or metadata, unspecialized).
     @exclusivity(unchecked) var _snapshotAddress: UInt = 0
 

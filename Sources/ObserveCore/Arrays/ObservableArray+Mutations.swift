@@ -259,9 +259,7 @@ extension ObservableArray {
         _lock.lock()
         _makeUnique()
         let pending = body()
-        let released = _takeReleasesAfterUnlock()
-        _lock.unlock()
-        if released != nil { _releaseAfterUnlocking(released) }
+        _unlockReleasing()
         _deliverUnlocked(consume pending)
     }
 
@@ -291,9 +289,7 @@ extension ObservableArray {
                 snapshot = nil   // drop the extra reference so the storage is unique again
                 _makeUnique()
                 let pending = apply(decision)
-                let released = _takeReleasesAfterUnlock()
-                _lock.unlock()
-                if released != nil { _releaseAfterUnlocking(released) }
+                _unlockReleasing()
                 _deliverUnlocked(consume pending)
                 return
             }
@@ -738,10 +734,8 @@ extension ObservableArray {
         _reclaimStorageFromSpareBox()
         let old = _storage
         _storage = sorted
-        let released = _takeReleasesAfterUnlock()
-        _lock.unlock()
+        _unlockReleasing()
         _releaseAfterUnlocking(old)   // an element's deinit may use the array
-        if released != nil { _releaseAfterUnlocking(released) }
         return true
     }
 
@@ -757,9 +751,7 @@ extension ObservableArray {
         snapshot = nil   // drop the extra reference so the storage is unique again
         _makeUnique()
         let pending = _applyPermutation(permutation)
-        let released = _takeReleasesAfterUnlock()
-        _lock.unlock()
-        if released != nil { _releaseAfterUnlocking(released) }
+        _unlockReleasing()
         _deliverUnlocked(consume pending)
         return true
     }

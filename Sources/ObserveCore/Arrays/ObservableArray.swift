@@ -113,10 +113,16 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     internal func _withLockReleasingAfter<R>(_ body: () -> R) -> R {
         _lock.lock()
         let result = body()
+        _unlockReleasing()
+        return result
+    }
+
+    /// Unlocks, then releases what the section gave up (`_releaseAfterUnlock`). Lock held.
+    @inline(__always)
+    internal func _unlockReleasing() {
         let released = _takeReleasesAfterUnlock()
         _lock.unlock()
         if released != nil { _releaseAfterUnlocking(released) }
-        return result
     }
 
     @inline(__always)

@@ -98,7 +98,6 @@ internal final class _Registry: @unchecked Sendable {
     private func _add(_ registration: _AnyRegistration, to shard: _Shard) -> Bool {
         let added = shard.add(registration)
         if added {
-            shard.liveCount += 1
             let bit = _KeyTable.bit(for: registration.keyID)
             registration.withRegistrar { registrar in
                 registrar._invalidateCache(deferringTo: shard)
@@ -118,7 +117,6 @@ internal final class _Registry: @unchecked Sendable {
             return registration.withRegistrar { registrar in
                 registrar._invalidateCache(deferringTo: shard)
                 let emptied = shard.removeFromGroup(registration)
-                shard.liveCount -= 1
                 // The masks change only when a key lost its last group or a .prior registration left.
                 if emptied || registration.options.contains(.prior) {
                     shard.refreshMasks(object: registration.objectAddress, registrar: registrar)
@@ -160,7 +158,6 @@ internal final class _Registry: @unchecked Sendable {
             }
             if !removed.isEmpty {
                 registrar._invalidateCache(deferringTo: shard)
-                shard.liveCount -= removed.count
                 shard.refreshMasks(object: object, registrar: registrar)
             }
             return removed
@@ -172,7 +169,7 @@ internal final class _Registry: @unchecked Sendable {
 
     /// Removes every registration on `object` (the object is going away).
     func removeObject(_ object: UInt) {
-        _withShard(for: object) { shard in shard.liveCount -= shard.removeObject(object) }
+        _withShard(for: object) { shard in _ = shard.removeObject(object) }
         _objectDidDie(object)   // derived-key drivers, bindings (Registry/_RegistryHooks.swift)
     }
 

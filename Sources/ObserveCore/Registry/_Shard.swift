@@ -18,10 +18,11 @@ internal final class _Shard: @unchecked Sendable {
     @exclusivity(unchecked) private var _groups: ContiguousArray<_RegistrationGroup> = []
     @exclusivity(unchecked) private var _freeSlots: [UInt32] = []
     @exclusivity(unchecked) private var _entryScratch: [_TableEntry] = []
-    /// Registrations stored in this shard and not cancelled. Counted under the lock, not in one
-    /// registry-wide atomic: that cost two serialising read-modify-writes per observe and cancel
-    /// (and shared a cache line between threads registering on unrelated objects).
-    @exclusivity(unchecked) internal var liveCount = 0
+    /// Registrations stored in this shard and not cancelled: the groups' own counts, summed
+    /// (introspection only; O(groups)). Lock held. Not one registry-wide atomic kept on every
+    /// observe and cancel: that cost two serialising read-modify-writes per registration (and
+    /// shared a cache line between threads registering on unrelated objects).
+    internal var liveCount: Int { _groups.reduce(0) { $0 + $1.liveCount } }
     /// References dropped under the lock, released by `_Registry` after it unlocks: the first
     /// in `_deferredFirst` (a removal usually drops one, the replaced dispatch cache, and an
     /// array would be allocated and freed for it on every removal), the others in
@@ -79,7 +80,6 @@ internal final class _Shard: @unchecked Sendable {
             _groups[index].remove(existing)
             existing._cancelled.store(true, ordering: .releasing)
             deferRelease(existing)
-            liveCount -= 1
         }
         registration._slot = slot
         _groups[index].append(registration)

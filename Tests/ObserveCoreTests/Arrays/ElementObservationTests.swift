@@ -636,7 +636,6 @@ struct ElementObservationTests {
         }
     }
 
-
     @Test("elements removed after element changes are released: remove, removeAll, a sort once unobserved",
           arguments: ObservationBackend.allCases)
     func removedAfterElementChangesAreReleased(backend: ObservationBackend) {
