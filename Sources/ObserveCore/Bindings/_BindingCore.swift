@@ -101,7 +101,7 @@ internal final class _BindingCore: @unchecked Sendable, _DeathWatcher {
     }
 
     private func registry(remove registration: _AnyRegistration) {
-        if !registration.isCancelled { registration.registry.remove(registration) }
+        registration.removeFromRegistry()
     }
 
     func watchedObjectDidDie(_ address: UInt) { cutOff() }

@@ -178,8 +178,6 @@ internal class _DerivedDriver: @unchecked Sendable {
     }
 
     final func _remove(_ registrations: [_AnyRegistration]) {
-        for registration in registrations where !registration.isCancelled {
-            registration.registry.remove(registration)
-        }
+        for registration in registrations { registration.removeFromRegistry() }
     }
 }

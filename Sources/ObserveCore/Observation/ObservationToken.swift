@@ -39,7 +39,7 @@ public final class ObservationToken: @unchecked Sendable {
 
     /// Stops the observation. Calling it again does nothing.
     public func cancel() {
-        if let single = _single, !single.isCancelled { single.registry.remove(single) }
+        _single?.removeFromRegistry()
         _rest?.cancel()
     }
 
@@ -79,9 +79,7 @@ private final class _CompositeToken: @unchecked Sendable {
     }
 
     func cancel() {
-        for registration in _several where !registration.isCancelled {
-            registration.registry.remove(registration)
-        }
+        for registration in _several { registration.removeFromRegistry() }
         _cancel?()
     }
 

@@ -94,7 +94,7 @@ internal final class _ChangeStream<Element>: @unchecked Sendable {
     /// Remembers the registration (weakly) so that termination can remove it.
     func attach(_ registration: _AnyRegistration?) {
         attach { [weak registration] in
-            if let registration, !registration.isCancelled { registration.registry.remove(registration) }
+            registration?.removeFromRegistry()
         }
     }
 
