@@ -11,18 +11,38 @@
 ///   one observer with thousands of contexts;
 /// - `.prior` members are counted, so the object's prior mask needs no scan either.
 ///
+/// - position 0 is stored inline (`_first`), later positions in `_rest`: a group of one member,
+///   which is what most (object, key) pairs have, allocates nothing (an array was 48 bytes of
+///   every such registration, `register.memory`).
+///
 /// Invariants (checked by `checkInvariants`; every access is under the owning shard's lock):
-/// - `liveCount` == the number of non-nil `members`; each member `m` at position `i` has
+/// - positions are `0 ..< positionCount`; position 0 is `_first`, position `i > 0` is
+///   `_rest[i - 1]`, so `_rest.count == max(positionCount - 1, 0)`, and `_first` is nil when
+///   `positionCount == 0`;
+/// - `liveCount` == the number of non-nil positions; each member `m` at position `i` has
 ///   `m._groupIndex == i`;
 /// - `_byObserver[a]` maps each context `c` to the position of the live member with observer
 ///   address `a` (a != 0) and context `c`, and lists no other (one per (observer, context): the
 ///   shard refuses duplicates);
 /// - `priorCount` == the number of live members whose options contain `.prior`.
 internal struct _RegistrationGroup {
-    private(set) var members: ContiguousArray<_AnyRegistration?> = []
-    private(set) var liveCount = 0
-    private(set) var priorCount = 0
+    private var _first: _AnyRegistration?
+    private var _rest: ContiguousArray<_AnyRegistration?> = []
+    private var _positionCount: UInt32 = 0
+    private var _liveCount: UInt32 = 0
+    private var _priorCount: UInt32 = 0
     private var _byObserver: [UInt: _ObserverEntry] = [:]
+
+    /// Number of live members.
+    var liveCount: Int { Int(_liveCount) }
+    /// Number of live members whose options contain `.prior`.
+    var priorCount: Int { Int(_priorCount) }
+
+    /// The member at `position` (nil: a hole left by a removal).
+    @inline(__always)
+    private func _member(at position: Int) -> _AnyRegistration? {
+        position == 0 ? _first : _rest[position &- 1]
+    }
 
     /// One observer's members by context: almost always one (no dictionary to allocate).
     private enum _ObserverEntry {
@@ -44,20 +64,22 @@ internal struct _RegistrationGroup {
         }
     }
 
-    var isEmpty: Bool { liveCount == 0 }
+    var isEmpty: Bool { _liveCount == 0 }
 
     /// The live members, in registration order.
     var live: ContiguousArray<_AnyRegistration> {
         var result = ContiguousArray<_AnyRegistration>()
         result.reserveCapacity(liveCount)
-        for member in members { if let member { result.append(member) } }
+        forEachLive { result.append($0.takeUnretainedValue()) }
         return result
     }
 
     /// Calls `body` with each live member, in registration order, unretained: no allocation and
     /// no reference counting (the caller holds the shard's lock, so every member stays alive).
     func forEachLive(_ body: (Unmanaged<_AnyRegistration>) -> Void) {
-        members.withUnsafeBufferPointer { buffer in
+        guard _positionCount > 0 else { return }
+        if let first = _first { body(Unmanaged.passUnretained(first)) }
+        _rest.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             // An `_AnyRegistration?` is one word: the reference, or 0 for nil. Read as bits so
             // that iterating retains nothing.
@@ -70,30 +92,32 @@ internal struct _RegistrationGroup {
 
     /// Appends `registration` to the group.
     mutating func append(_ registration: _AnyRegistration) {
-        _require(members.count < Int(UInt32.max), "ObserveCore: 2^32 registrations on one key of one object")
-        registration._groupIndex = UInt32(truncatingIfNeeded: members.count)
-        if registration.hasObserver { _index(registration, at: members.count) }
-        if registration.options.contains(.prior) { priorCount += 1 }
-        members.append(registration)
-        liveCount += 1
+        _require(_positionCount < UInt32.max, "ObserveCore: 2^32 registrations on one key of one object")
+        let position = Int(_positionCount)
+        registration._groupIndex = _positionCount
+        if registration.hasObserver { _index(registration, at: position) }
+        if registration.options.contains(.prior) { _priorCount += 1 }
+        if position == 0 { _first = registration } else { _rest.append(registration) }
+        _positionCount += 1
+        _liveCount += 1
     }
 
     /// Removes a member (which must be in this group).
     mutating func remove(_ registration: _AnyRegistration) {
         let position = Int(registration._groupIndex)
-        guard position < members.count, members[position] === registration else { _missingMember() }
-        members[position] = nil
-        liveCount -= 1
-        if registration.options.contains(.prior) { priorCount -= 1 }
+        guard position < Int(_positionCount), _member(at: position) === registration else { _missingMember() }
+        if position == 0 { _first = nil } else { _rest[position &- 1] = nil }
+        _liveCount -= 1
+        if registration.options.contains(.prior) { _priorCount -= 1 }
         if registration.hasObserver { _unindex(registration) }
-        if liveCount == 0 {
-            // The storage is kept for the next group to use this slot: churn allocates nothing.
-            // One member (observe, then cancel) is the common case: `removeLast` is a few
-            // instructions where `removeAll(keepingCapacity:)` runs the generic replaceSubrange
-            // (180, callgrind).
-            if members.count == 1 { members.removeLast() } else { members.removeAll(keepingCapacity: true) }
+        if _liveCount == 0 {
+            // `_rest` keeps its storage for the next group to use this slot: churn allocates
+            // nothing. (`removeAll(keepingCapacity:)` only when there is something to remove: on
+            // an empty array it still runs the generic replaceSubrange, 180 instructions.)
+            _positionCount = 0
+            if !_rest.isEmpty { _rest.removeAll(keepingCapacity: true) }
             if !_byObserver.isEmpty { _byObserver.removeAll(keepingCapacity: true) }
-        } else if members.count - liveCount > max(16, liveCount) {
+        } else if Int(_positionCount - _liveCount) > max(16, liveCount) {
             _compact()
         }
     }
@@ -101,22 +125,24 @@ internal struct _RegistrationGroup {
     /// The live members registered by the observer at `address` (every context).
     func members(observer address: UInt) -> [_AnyRegistration] {
         guard let entry = _byObserver[address] else { return [] }
-        return entry.positions.map { members[$0].unsafelyUnwrapped }
+        return entry.positions.map { _member(at: $0).unsafelyUnwrapped }
     }
 
     /// The live member registered by the observer at `address` with `context`, if any.
     func member(observer address: UInt, context: UInt) -> _AnyRegistration? {
         guard let position = _byObserver[address]?.position(context: context) else { return nil }
-        return members[position].unsafelyUnwrapped
+        return _member(at: position).unsafelyUnwrapped
     }
 
     /// Empties the group, returning its live members.
     mutating func removeAll() -> ContiguousArray<_AnyRegistration> {
         let removed = live
-        members.removeAll(keepingCapacity: true)
-        _byObserver.removeAll(keepingCapacity: true)
-        liveCount = 0
-        priorCount = 0
+        _first = nil
+        if !_rest.isEmpty { _rest.removeAll(keepingCapacity: true) }
+        if !_byObserver.isEmpty { _byObserver.removeAll(keepingCapacity: true) }
+        _positionCount = 0
+        _liveCount = 0
+        _priorCount = 0
         return removed
     }
 
@@ -152,16 +178,17 @@ internal struct _RegistrationGroup {
 
     /// Squeezes out the holes, renumbering members and the observer index (O(members)).
     private mutating func _compact() {
-        var packed = ContiguousArray<_AnyRegistration?>()
-        packed.reserveCapacity(liveCount)
+        let members = live
+        _first = nil
+        _rest = []
+        _rest.reserveCapacity(max(members.count - 1, 0))
         _byObserver.removeAll(keepingCapacity: true)
-        for member in members {
-            guard let member else { continue }
-            member._groupIndex = UInt32(truncatingIfNeeded: packed.count)
-            if member.hasObserver { _index(member, at: packed.count) }
-            packed.append(member)
+        for (position, member) in members.enumerated() {
+            member._groupIndex = UInt32(truncatingIfNeeded: position)
+            if member.hasObserver { _index(member, at: position) }
+            if position == 0 { _first = member } else { _rest.append(member) }
         }
-        members = packed
+        _positionCount = UInt32(truncatingIfNeeded: members.count)
     }
 
     @inline(never)
@@ -171,10 +198,12 @@ internal struct _RegistrationGroup {
 
     /// Traps if an invariant above is broken.
     func checkInvariants(_ where: String) {
+        _require(_rest.count == max(Int(_positionCount) - 1, 0) && (_positionCount > 0 || _first == nil),
+                 "\(`where`): \(_positionCount) positions but \(_rest.count) beyond the first")
         var live = 0, prior = 0
         var expected: [UInt: [UInt: Int]] = [:]
-        for (position, member) in members.enumerated() {
-            guard let member else { continue }
+        for position in 0..<Int(_positionCount) {
+            guard let member = _member(at: position) else { continue }
             live += 1
             if member.options.contains(.prior) { prior += 1 }
             _require(Int(member._groupIndex) == position, "\(`where`): member at \(position) thinks it is at \(member._groupIndex)")
