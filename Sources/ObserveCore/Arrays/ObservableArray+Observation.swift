@@ -18,17 +18,24 @@ internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
     /// that outlives its array keeps this registration, and so the dead array's allocation (not
     /// its elements or storage), until the token is released.
     private let _array: _UnownedReference<AnyObject>?
+    /// The composite observation this registration belongs to (an owner's array property), 0
+    /// for none: what `withoutNotifying` names it by then. Only array registrations belong to
+    /// composites, so only they carry the field.
+    private let _silenceOwner: UInt
 
     init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyPath: AnyKeyPath,
          observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
-         delivery: ObservationDelivery, elementKeyIDs: [UInt32]) {
+         delivery: ObservationDelivery, elementKeyIDs: [UInt32], silenceOwner: UInt) {
         self.elementKeyIDs = elementKeyIDs
+        _silenceOwner = silenceOwner
         _firstElementKeyID = elementKeyIDs.first ?? 0
         _elementKeyCount = elementKeyIDs.count
         _array = elementKeyIDs.isEmpty ? nil : _UnownedReference(array)
         super.init(registrar: registrar, object: array, keyPath: keyPath, context: context, observer: observer,
                    options: options, delivery: delivery)
     }
+
+    override final var silenceKey: UInt { _silenceOwner != 0 ? _silenceOwner : super.silenceKey }
 
     /// Whether the registration asked for element key paths at all.
     final var hasElementKeys: Bool { _elementKeyCount != 0 }
@@ -74,16 +81,21 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
     let handler: (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void
 
     init(array: ObservableArray<Element>, observer: AnyObject?, context: ObservationContext,
-         options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: [UInt32],
+         options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: [UInt32], silenceOwner: UInt,
          handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void) {
         self.handler = handler
         super.init(array: array, registrar: array.kvoRegistrar, keyPath: \ObservableArray<Element>.self,
                    observer: observer, context: context, options: options, delivery: delivery,
-                   elementKeyIDs: elementKeyIDs)
+                   elementKeyIDs: elementKeyIDs, silenceOwner: silenceOwner)
     }
 
     func deliver(_ array: ObservableArray<Element>, _ change: ArrayChange<Element>) {
-        if isSilencedOrCancelled { return }
+        // The scope count read through the array's registry, which is alive here: through
+        // `registry` it would cost a `swift_once` per change.
+        if isCancelled || (_slowPath(array.kvoRegistrar._registry.openScopes.load(ordering: .relaxed) != 0)
+                           && _ThreadSilence.isSilenced(silenceKey)) {
+            return
+        }
         var observer: AnyObject? = nil
         if hasObserver {
             guard let alive = _observer else { _removeDeadObserverRegistration(); return }
@@ -182,9 +194,8 @@ extension ObservableArray {
         }
         let keyIDs = keys.map(\.id)
         let registration = _ArrayRegistration(array: self, observer: observer, context: context, options: ObservationOptions(options),
-                                              delivery: delivery, elementKeyIDs: keyIDs, handler: handler)
-        // Before the registration is published: a delivery must never see it without its owner.
-        if silenceOwner != 0 { registration._silenceOwner.store(silenceOwner, ordering: .relaxed) }
+                                              delivery: delivery, elementKeyIDs: keyIDs, silenceOwner: silenceOwner,
+                                              handler: handler)
         guard kvoRegistrar._add(registration, observer: observer) else { return nil }
         if !keys.isEmpty { startTracking?(keys) }
         if options.contains(.initial) {

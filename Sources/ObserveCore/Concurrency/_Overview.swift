@@ -61,7 +61,7 @@
 // - `KeyValueRegistrar._objectAddress`: bound once by compare-and-swap, then only compared.
 // - `_AnyRegistration._cancelled`: stored releasing under the shard lock by every removal
 //   (`_Shard`), loaded acquiring before every delivery: a delivery ordered after the removal
-//   never calls the handler. `_silenceOwner` is stored before the registration is published.
+//   never calls the handler. (An array registration's silence owner is a `let`, set by its init.)
 // - `_Registry.openScopes` (silence scopes and transactions, any thread): relaxed; a scope only
 //   concerns the thread that opened it, which sees its own increment in program order. This
 //   needs scopes to be lexical: only `withoutNotifying` and `transaction` open one, and each

@@ -11,53 +11,58 @@
 /// token's own handler); once `cancel()` returns, the handler is not called again for changes
 /// that start afterwards. A token of an object that has died is already inert.
 public final class ObservationToken: @unchecked Sendable {
-    // One registration is the common case: the token then holds it and nothing else (32 bytes
-    // with the object's header; every other shape lives in `_rest`, out of line).
-    private let _single: _AnyRegistration?
-    /// Several registrations, or a composite observation (an owner's array property).
-    private let _rest: _CompositeToken?
+    /// What the token stops: one registration (the common case), a composite of several, or
+    /// nothing (already inert). One reference, so a token is 24 bytes with the object's header
+    /// and takes the allocator's 32-byte size class, where two optional references took its
+    /// 48-byte one; and reached through a class method, so cancelling copies nothing (a
+    /// `switch` over an enum of references retained and released the registration, callgrind).
+    private let _target: _TokenTarget?
 
     @usableFromInline
     internal init(_ registration: _AnyRegistration?) {
-        _single = registration
-        _rest = nil
+        _target = registration
     }
 
     @usableFromInline
     internal init(_ registrations: [_AnyRegistration]) {
-        _single = nil
-        _rest = registrations.isEmpty ? nil : _CompositeToken(several: registrations)
+        _target = registrations.isEmpty ? nil : _CompositeToken(several: registrations)
     }
 
     internal init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool,
                   silenceKeys: [UInt]) {
-        _single = nil
-        _rest = _CompositeToken(cancel: cancel, isCancelled: isCancelled, silenceKeys: silenceKeys)
+        _target = _CompositeToken(cancel: cancel, isCancelled: isCancelled, silenceKeys: silenceKeys)
     }
 
     deinit { cancel() }
 
     /// Stops the observation. Calling it again does nothing.
     public func cancel() {
-        _single?.removeFromRegistry()
-        _rest?.cancel()
+        _target?._tokenCancel()
     }
 
     /// What `withoutNotifying` silences for this token: its registrations' silence keys.
-    internal var _silenceKeys: [UInt] {
-        (_single.map { [$0.silenceKey] } ?? []) + (_rest?.silenceKeys ?? [])
-    }
+    internal var _silenceKeys: [UInt] { _target?._tokenSilenceKeys ?? [] }
 
     /// Whether the observation has stopped (cancelled, removed, or its object died).
-    public var isCancelled: Bool {
-        if let _rest { return _rest.isCancelled }
-        return _single?.isCancelled ?? true
-    }
+    public var isCancelled: Bool { _target?._tokenIsCancelled ?? true }
+}
+
+/// What an ``ObservationToken`` stops: a registration (`_AnyRegistration`) or a composite of
+/// several (`_CompositeToken`). Abstract; the subclasses say what each member means.
+@usableFromInline
+internal class _TokenTarget: @unchecked Sendable {
+    @usableFromInline init() {}
+    /// Stops it (idempotent, thread-safe).
+    func _tokenCancel() { fatalError("abstract") }
+    /// Whether it has stopped.
+    var _tokenIsCancelled: Bool { fatalError("abstract") }
+    /// Its names for `withoutNotifying`.
+    var _tokenSilenceKeys: [UInt] { fatalError("abstract") }
 }
 
 /// What a token holds beyond one registration: several registrations (`observe` of several key
 /// paths), or a composite observation's controls (an owner's array property, an actor's mailbox).
-private final class _CompositeToken: @unchecked Sendable {
+private final class _CompositeToken: _TokenTarget, @unchecked Sendable {
     private let _several: [_AnyRegistration]
     private let _cancel: (@Sendable () -> Void)?
     private let _isCancelled: (@Sendable () -> Bool)?
@@ -69,6 +74,7 @@ private final class _CompositeToken: @unchecked Sendable {
         _cancel = nil
         _isCancelled = nil
         _silenceKeys = []
+        super.init()
     }
 
     init(cancel: @escaping @Sendable () -> Void, isCancelled: @escaping @Sendable () -> Bool, silenceKeys: [UInt]) {
@@ -76,16 +82,17 @@ private final class _CompositeToken: @unchecked Sendable {
         _cancel = cancel
         _isCancelled = isCancelled
         _silenceKeys = silenceKeys
+        super.init()
     }
 
-    func cancel() {
+    override func _tokenCancel() {
         for registration in _several { registration.removeFromRegistry() }
         _cancel?()
     }
 
-    var silenceKeys: [UInt] { _several.map(\.silenceKey) + _silenceKeys }
+    override var _tokenSilenceKeys: [UInt] { _several.map(\.silenceKey) + _silenceKeys }
 
-    var isCancelled: Bool {
+    override var _tokenIsCancelled: Bool {
         if let _isCancelled { return _isCancelled() }
         return _several.allSatisfy { $0.isCancelled }
     }

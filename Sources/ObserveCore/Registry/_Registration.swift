@@ -14,12 +14,17 @@ import Synchronization
 ///   equality, and a key path's type fixes Root and Value), so dispatch may `unsafeDowncast`;
 /// - `_cancelled == false` ⟺ the registration is in its shard's group (checked under the lock).
 @usableFromInline
-internal class _AnyRegistration: @unchecked Sendable {
+internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
     // Fields are laid out in declaration order: the small ones share words (options, the
-    // cancelled flag and the key id; the slot and the group index). With the observer, context
-    // and queue in `_extras`, a token registration is 88 bytes (136 before both).
+    // cancelled flag, the registry and the key id; the slot and the group index). With the
+    // observer, context and queue in `_extras`, a token registration is 72 bytes, in the
+    // allocator's 80-byte size class (136 bytes before `_extras`; 88 with the registry as a
+    // reference and the silence owner in every registration).
     @usableFromInline let options: ObservationOptions
     @usableFromInline let _cancelled = Atomic<Bool>(false)
+    /// Which of the two registries holds this registration (`registry`): a flag, not a
+    /// reference, which would cost 8 bytes and, as `unowned(unsafe)`, a retain per read.
+    @usableFromInline let _inSwiftRegistry: Bool
     @usableFromInline let keyID: UInt32
     /// The shard slot of this registration's group; meaningful while not cancelled, and read
     /// and written only under the shard's lock.
@@ -30,10 +35,6 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// The observer, its context and the delivery queue: nil for a token registration delivered
     /// inline (`observe`, the usual kind), which so carries 32 bytes less.
     @usableFromInline let _extras: _RegistrationExtras?
-    /// The name `withoutNotifying` silences this registration by: 0 for the registration's own
-    /// address, or the address of the composite observation it belongs to (set once, right after
-    /// creation, by that observation).
-    @usableFromInline let _silenceOwner = Atomic<UInt>(0)
     /// The registrar of the observed object, unretained. Valid while `_cancelled` is false when
     /// read under the shard lock: the registrar's deinit cancels (under the same lock) before it
     /// goes away. Used only through `withRegistrar`, which takes no reference: a strong
@@ -41,21 +42,22 @@ internal class _AnyRegistration: @unchecked Sendable {
     /// another thread, and the registrar's deinit would then run, and take the same lock, on
     /// this thread (a self-deadlock seen with `unowned(unsafe)`, whose loads retain).
     private let _registrar: Unmanaged<KeyValueRegistrar>
-    /// The registry holding this registration, not retained: the two registries (`_Registry.c`,
-    /// `_Registry.swift`) live for the whole process. Unmanaged rather than `unowned(unsafe)`,
-    /// whose every read is a retained copy: a retain and a release are two atomic
-    /// read-modify-writes (~9 ns here), and observe-then-cancel paid three such pairs for it.
-    @usableFromInline let _registry: Unmanaged<_Registry>
+
+    /// The registry holding this registration, unretained: the two registries live for the
+    /// whole process.
+    @usableFromInline final var _registryReference: Unmanaged<_Registry> {
+        _inSwiftRegistry ? _Registry.swiftReference : _Registry.cReference
+    }
 
     /// The registry holding this registration.
-    @usableFromInline final var registry: _Registry { _registry.takeUnretainedValue() }
+    @usableFromInline final var registry: _Registry { _registryReference.takeUnretainedValue() }
 
     /// Removes this registration from its registry (nothing when it was already removed): what
     /// cancelling a token does. Takes no reference to the registry.
     @usableFromInline
     final func removeFromRegistry() {
         if isCancelled { return }
-        _registry._withUnsafeGuaranteedRef { $0.remove(self) }
+        _registryReference._withUnsafeGuaranteedRef { $0.remove(self) }
     }
 
     /// The key path observed, as interned for `keyID` (an equal one; the key table keeps it for
@@ -74,7 +76,7 @@ internal class _AnyRegistration: @unchecked Sendable {
          context: ObservationContext, observer: __shared AnyObject?, options: ObservationOptions,
          delivery: __shared ObservationDelivery) {
         self._registrar = Unmanaged.passUnretained(registrar)
-        self._registry = Unmanaged.passUnretained(registrar._registry)
+        self._inSwiftRegistry = registrar._registry.backend == .swift
         self.objectAddress = registrar._bind(to: object)
         self.keyID = _KeyTable.shared.id(for: keyPath)
         self.options = options
@@ -90,7 +92,13 @@ internal class _AnyRegistration: @unchecked Sendable {
         } else {
             _extras = nil
         }
+        super.init()
     }
+
+    // What a token holding this registration alone does (`ObservationToken`).
+    override final func _tokenCancel() { removeFromRegistry() }
+    override final var _tokenIsCancelled: Bool { isCancelled }
+    override final var _tokenSilenceKeys: [UInt] { [silenceKey] }
 
     /// Identity of the observer, 0 for token registrations (`observe`).
     @inlinable
@@ -114,12 +122,10 @@ internal class _AnyRegistration: @unchecked Sendable {
     @inlinable
     final var isCancelled: Bool { _cancelled.load(ordering: .acquiring) }
 
-    /// The key `withoutNotifying` names this registration's observation by.
-    @inlinable
-    final var silenceKey: UInt {
-        let owner = _silenceOwner.load(ordering: .relaxed)
-        return owner != 0 ? owner : UInt(bitPattern: ObjectIdentifier(self))
-    }
+    /// The key `withoutNotifying` names this registration's observation by: its own address,
+    /// or the composite observation's it belongs to (`_ArrayRegistrationBase`).
+    @usableFromInline
+    var silenceKey: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     /// Whether a change announced now, on this thread, must not reach this registration: it was
     /// cancelled, or a `withoutNotifying` scope of this thread names its observation.
@@ -253,7 +259,7 @@ internal final class _ObserverRegistration<Root: AnyObject, Value>: _PropertyReg
 extension _AnyRegistration {
     @usableFromInline @inline(never)
     final func _removeDeadObserverRegistration() {
-        _registry._withUnsafeGuaranteedRef { $0.remove(self) }
+        _registryReference._withUnsafeGuaranteedRef { $0.remove(self) }
     }
 }
 

@@ -31,6 +31,10 @@ internal final class _Registry: @unchecked Sendable {
 
     static let c = _Registry(backend: .c)
     static let swift = _Registry(backend: .swift)
+    /// `c` and `swift`, unretained: how a registration reaches its registry
+    /// (`_AnyRegistration._registryReference`) without a retain and a release.
+    static let cReference = Unmanaged.passUnretained(c)
+    static let swiftReference = Unmanaged.passUnretained(swift)
 
     static func shared(_ backend: ObservationBackend) -> _Registry {
         switch backend {
