@@ -44,6 +44,11 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// Registrations in which this registrar's object is the *observer*; cancelled on deinit.
     /// Inline, not a `_Lock` object: that was a second allocation for every observable object.
     private let _asObserverLock = _LockWord()
+    /// The object's (object, key) groups with live registrations, kept by its registry shard
+    /// under the shard's lock (`_Shard.add`, `_Shard.removeFromGroup`). When a removal empties
+    /// the last one, the masks are cleared without asking the table for the object's other
+    /// entries (a quarter of an observe-and-cancel, callgrind). In the lock word's padding.
+    @exclusivity(unchecked) internal var _groupCount: UInt32 = 0
     @exclusivity(unchecked) private var _asObserver: [_AnyRegistration] = []
     @exclusivity(unchecked) private var _asObserverPruneAt = 8
 

@@ -6,7 +6,9 @@
 /// - `groups[s]` is non-empty ⟺ some table entry stores slot `s`, and then the entry's key is
 ///   the (object, key) of every registration in `groups[s]`;
 /// - an empty `groups[s]` has `s` in `freeSlots`, exactly once;
-/// - no registration in a group is cancelled.
+/// - no registration in a group is cancelled;
+/// - the registrar of each object with a non-empty group counts that object's non-empty groups
+///   (`KeyValueRegistrar._groupCount`; all of an object's groups are in its one shard).
 ///
 /// Notifications do not read groups directly: each object's `_DispatchCache` is built from them
 /// (under this lock) and read without it.
@@ -70,6 +72,7 @@ internal final class _Shard: @unchecked Sendable {
         guard let slot = _table.insert(object: object, key: key, slot: fresh) else {
             registration._slot = fresh
             _groups[Int(fresh)].append(registration)
+            registration.withRegistrar { $0._groupCount += 1 }
             return true
         }
         _freeSlots.append(fresh)
@@ -98,6 +101,7 @@ internal final class _Shard: @unchecked Sendable {
         let removed = _table.remove(object: registration.objectAddress, key: registration.keyID)
         _require(removed == slot, "ObserveCore internal error: registry table and shard groups disagree")
         _freeSlots.append(slot)
+        registration.withRegistrar { $0._groupCount -= 1 }
         return true
     }
 
@@ -121,6 +125,12 @@ internal final class _Shard: @unchecked Sendable {
     /// observed on the object), whatever the number of registrations.
     func refreshMasks(object: UInt, registrar: KeyValueRegistrar) {
         var observed: UInt64 = 0, prior: UInt64 = 0
+        if registrar._groupCount == 0 {
+            // Nothing left on the object: no table query needed.
+            registrar._observedMask.store(0, ordering: .releasing)
+            registrar._priorMask.store(0, ordering: .releasing)
+            return
+        }
         _table.entries(of: object, into: &_entryScratch)
         for entry in _entryScratch {
             let bit = _KeyTable.bit(for: entry.key)
@@ -175,6 +185,7 @@ internal final class _Shard: @unchecked Sendable {
         let free = Set(_freeSlots)
         _require(free.count == _freeSlots.count, "_Shard: a free slot is listed twice")
         var used = 0
+        var groupsByObject: [UInt: UInt32] = [:]
         for (index, group) in _groups.enumerated() {
             if group.isEmpty {
                 _require(free.contains(UInt32(index)), "_Shard: empty group \(index) not on the free list")
@@ -185,6 +196,7 @@ internal final class _Shard: @unchecked Sendable {
             group.checkInvariants("_Shard group \(index)")
             let members = group.live
             let first = members[0]
+            groupsByObject[first.objectAddress, default: 0] += 1
             _require(_table.find(object: first.objectAddress, key: first.keyID) == UInt32(index),
                      "_Shard: group \(index) is not reachable through its key")
             for registration in members {
@@ -195,5 +207,15 @@ internal final class _Shard: @unchecked Sendable {
             }
         }
         _require(used == _table.count, "_Shard: \(used) groups but \(_table.count) table entries")
+        for (index, group) in _groups.enumerated() where !group.isEmpty {
+            var first: _AnyRegistration?
+            group.forEachLive { if first == nil { first = $0.takeUnretainedValue() } }
+            guard let first else { continue }
+            let expected = groupsByObject[first.objectAddress] ?? 0
+            first.withRegistrar { registrar in
+                _require(registrar._groupCount == expected,
+                         "_Shard: group \(index)'s object has \(expected) groups, its registrar counts \(registrar._groupCount)")
+            }
+        }
     }
 }

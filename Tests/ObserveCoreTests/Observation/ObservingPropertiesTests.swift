@@ -252,4 +252,31 @@ struct ObservingPropertiesTests {
         #expect(fromA == 2 && fromB == 1)
         ta.cancel(); tb.cancel()
     }
+
+    @Test("cancelling one key's last observer keeps the object's other keys reported; the last cancel silences it",
+          arguments: ObservationBackend.allCases)
+    func cancellingKeyByKeyKeepsTheOthersReported(backend: ObservationBackend) {
+        let person = Person(backend)
+        var heard: [String] = []
+        let name = person.observe(\.name) { _, change in heard.append("name \(change.newValue!)") }
+        let age = person.observe(\.age) { _, change in heard.append("age \(change.newValue!)") }
+        let prior = person.observe(\.score, options: [.prior, .new]) { _, change in
+            heard.append(change.isPrior ? "score prior" : "score \(change.newValue!)")
+        }
+        name.cancel()        // the object keeps two observed keys
+        person.name = "Ada"
+        person.age = 1
+        prior.cancel()       // a .prior key leaves: the prior mask is recomputed, age still observed
+        person.score = 2
+        person.age = 2
+        #expect(heard == ["age 1", "age 2"])
+        age.cancel()         // the object's last observed key: nothing is left to report
+        person.age = 3
+        #expect(heard == ["age 1", "age 2"])
+        let again = person.observe(\.age) { _, change in heard.append("again \(change.newValue!)") }
+        person.age = 4
+        #expect(heard == ["age 1", "age 2", "again 4"])
+        again.cancel()
+        ObservationRuntime._checkInvariants()
+    }
 }
