@@ -114,7 +114,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
         guard old !== new else { return }
         let proceed: Bool = _lock.withLock {
             guard !_cancelled else { return false }
-            if let registration = _arrayRegistration { registration.registry.remove(registration) }
+            _arrayRegistration?.removeFromRegistry()
             _attach(to: new, owner: owner)
             return true
         }
@@ -143,7 +143,7 @@ internal final class _ArrayObservation<Owner: KeyValueObservable, Element>: @unc
             defer { _ownerRegistration = nil; _arrayRegistration = nil }
             return [_ownerRegistration, _arrayRegistration].compactMap { $0 }
         }
-        for registration in registrations { registration.registry.remove(registration) }
+        for registration in registrations { registration.removeFromRegistry() }
     }
 
     var isCancelled: Bool {

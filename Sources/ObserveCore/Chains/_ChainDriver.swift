@@ -43,6 +43,8 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
     /// (an atomic read-modify-write, ~5 ns of a ~60 ns chain delivery on this machine kind). A
     /// reader may see a stamp an instant stale, exactly as the lock-taking check could become stale
     /// the instant it unlocked: a change racing with a re-wiring is announced or not, either way.
+    /// The stamp orders no other data (the reader reads nothing the writer wrote with it), so
+    /// relaxed would do; release/acquire costs nothing more on the machines we run.
     private let _leafStamp = Atomic<UInt>(0)
 
     init(announcer: _DerivedAnnouncer<Root, Value>, object: AnyObject, hops: [_AnyHop]) {
@@ -120,6 +122,8 @@ internal final class _ChainDriver<Root: KeyValueObservable, Value>: _DerivedDriv
         return _hops[_hops.count - 1].leafValue(of: current, as: Value.self)
     }
 
+    /// Whether `object` is still the one wired at `level` in this wiring (links only: a leaf
+    /// change is checked against `_leafStamp`).
     @inline(__always)
     private func _isWiredLocked(_ level: Int, _ generation: Int, _ object: AnyObject) -> Bool {
         !isDetached && generation == _generation && _objects[level] == ObjectIdentifier(object)

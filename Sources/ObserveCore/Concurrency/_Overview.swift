@@ -71,8 +71,15 @@
 // - `ObservableArray._spareChangeBox` / `_spareStructuralBox`: the recycled change boxes, taken
 //   under the array's lock (an acquiring load, then a store of 0) and put back from any thread
 //   by compare-and-swap from 0, which cannot fill a slot a locked take has seen full.
+// - `_ChainDriver._leafStamp`: written under the driver's lock, before the leaf registration
+//   it names is made (0 when unwired or detached); loaded by each leaf change, which is announced
+//   only when the stamp it was registered with is still the current one. A stale load drops or
+//   announces a change racing with a re-wiring, as the lock-taking check it replaced could.
 // - `ObservationRuntime._maximumDepth`, `_BindingCore._cut`, `_HolderRecordingLock._holder`:
 //   single words, each documented where it is declared.
+//
+// Guarded by a lock other than the owner's: `KeyValueRegistrar._groupCount` (the object's
+// non-empty registration groups) is written and read only under the object's registry shard lock.
 //
 // Borrowed references (used without a retain), each with the invariant that keeps it valid:
 // - registrations inside a read section: the cache retains each one, the section keeps the cache;
@@ -85,6 +92,8 @@
 //   one `let`, then by the change built from it, which `_recycle` consumes;
 // - the directory's trackers: each entry retains its tracker; `_registry.elementTrackers` and the
 //   registry shards are immortal (registries live as long as the process);
+// - a registration's registry (`_AnyRegistration._registryReference`, `_Registry.cReference` /
+//   `swiftReference`): the two registries are immortal;
 // - `ObservableKey._keyPath`: key paths are interned by `_KeyTable` for the life of the process;
 // - thread objects (`_ThreadLocal.existing`, the binding re-entrancy guard): owned by the thread's
 //   pthread-specific slot until the thread exits, and read only on that thread.

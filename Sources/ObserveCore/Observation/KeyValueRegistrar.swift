@@ -45,7 +45,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
     /// Inline, not a `_Lock` object: that was a second allocation for every observable object.
     private let _asObserverLock = _LockWord()
     /// The object's (object, key) groups with live registrations, kept by its registry shard
-    /// under the shard's lock (`_Shard.add`, `_Shard.removeFromGroup`). When a removal empties
+    /// under the shard's lock (`_Shard.add`, `removeFromGroup`, `removeObject`). When a removal empties
     /// the last one, the masks are cleared without asking the table for the object's other
     /// entries (a quarter of an observe-and-cancel, callgrind). In the lock word's padding.
     @exclusivity(unchecked) internal var _groupCount: UInt32 = 0
@@ -82,7 +82,7 @@ public final class KeyValueRegistrar: @unchecked Sendable {
         let observing = _asObserver
         _asObserver = []
         _asObserverLock.unlock()
-        for registration in observing { registration.registry.remove(registration) }
+        for registration in observing { registration.removeFromRegistry() }
     }
 
     // MARK: Announcing changes (the setter path)

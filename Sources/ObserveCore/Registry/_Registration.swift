@@ -16,7 +16,7 @@ import Synchronization
 @usableFromInline
 internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
     // Fields are laid out in declaration order: the small ones share words (options, the
-    // cancelled flag, the registry and the key id; the slot and the group index). With the
+    // cancelled flag, the registry flag and the key id; the slot and the group index). With the
     // observer, context and queue in `_extras`, a token registration is 72 bytes, in the
     // allocator's 80-byte size class (136 bytes before `_extras`; 88 with the registry as a
     // reference and the silence owner in every registration).

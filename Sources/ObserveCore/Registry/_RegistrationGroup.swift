@@ -11,20 +11,20 @@
 ///   one observer with thousands of contexts;
 /// - `.prior` members are counted, so the object's prior mask needs no scan either.
 ///
-/// - position 0 is stored inline (`_first`), later positions in `_rest`: a group of one member,
-///   which is what most (object, key) pairs have, allocates nothing (an array was 48 bytes of
-///   every such registration, `register.memory`).
+/// Position 0 is stored inline (`_first`), later positions in `_rest`: a group of one member,
+/// which is what most (object, key) pairs have, allocates nothing (an array was 48 bytes of
+/// every such registration, `register.memory`).
 ///
 /// Invariants (checked by `checkInvariants`; every access is under the owning shard's lock):
-/// - positions are `0 ..< positionCount`; position 0 is `_first`, position `i > 0` is
-///   `_rest[i - 1]`, so `_rest.count == max(positionCount - 1, 0)`, and `_first` is nil when
-///   `positionCount == 0`;
-/// - `liveCount` == the number of non-nil positions; each member `m` at position `i` has
+/// - positions are `0 ..< _positionCount`; position 0 is `_first`, position `i > 0` is
+///   `_rest[i - 1]`, so `_rest.count == max(_positionCount - 1, 0)`, and `_first` is nil when
+///   `_positionCount == 0`;
+/// - `_liveCount` == the number of non-nil positions; each member `m` at position `i` has
 ///   `m._groupIndex == i`;
 /// - `_byObserver[a]` maps each context `c` to the position of the live member with observer
 ///   address `a` (a != 0) and context `c`, and lists no other (one per (observer, context): the
 ///   shard refuses duplicates);
-/// - `priorCount` == the number of live members whose options contain `.prior`.
+/// - `_priorCount` == the number of live members whose options contain `.prior`.
 internal struct _RegistrationGroup {
     private var _first: _AnyRegistration?
     private var _rest: ContiguousArray<_AnyRegistration?> = []
@@ -180,8 +180,7 @@ internal struct _RegistrationGroup {
     private mutating func _compact() {
         let members = live
         _first = nil
-        _rest = []
-        _rest.reserveCapacity(max(members.count - 1, 0))
+        _rest.removeAll(keepingCapacity: true)
         _byObserver.removeAll(keepingCapacity: true)
         for (position, member) in members.enumerated() {
             member._groupIndex = UInt32(truncatingIfNeeded: position)

@@ -96,12 +96,21 @@ internal final class _Shard: @unchecked Sendable {
         let slot = registration._slot
         let index = Int(slot)
         _groups[index].remove(registration)
+        let emptied = _groups[index].isEmpty
+        if emptied {
+            // While the registration is not yet cancelled (`withRegistrar`'s rule).
+            registration.withRegistrar { registrar in
+                _require(registrar._groupCount > 0,
+                         "ObserveCore: a registrar outlived its object or serves two objects; every observable "
+                         + "object needs its own registrar (`let kvoRegistrar = KeyValueRegistrar()`), never a shared one")
+                registrar._groupCount -= 1
+            }
+        }
         registration._cancelled.store(true, ordering: .releasing)
-        guard _groups[index].isEmpty else { return false }
+        guard emptied else { return false }
         let removed = _table.remove(object: registration.objectAddress, key: registration.keyID)
         _require(removed == slot, "ObserveCore internal error: registry table and shard groups disagree")
         _freeSlots.append(slot)
-        registration.withRegistrar { $0._groupCount -= 1 }
         return true
     }
 
@@ -110,6 +119,7 @@ internal final class _Shard: @unchecked Sendable {
         var removed = 0
         for slot in _table.removeObject(object) {
             for registration in _groups[Int(slot)].removeAll() {
+                if removed == 0 { registration.withRegistrar { $0._groupCount = 0 } }   // before the cancel
                 registration._cancelled.store(true, ordering: .releasing)
                 // Often the last reference (observer-tagged registrations live only here), and
                 // its handler's captures may re-enter the registry when released.
