@@ -590,9 +590,7 @@ internal final class _ArrayChangeBox<Element>: @unchecked Sendable {
     /// `ObservableArray._reclaimStorageFromSpareBox`); otherwise the array's next mutation would
     /// find its storage shared and copy it.
     func clearForReuse(keepingSnapshot: Bool = false) {
-        // One run is the usual element change; removeAll(keepingCapacity:) costs several times
-        // more than removing it.
-        if runs.count == 1 { runs.removeLast() } else { runs.removeAll(keepingCapacity: true) }
+        runs._removeAllKeepingCapacity()   // one run is the usual element change
         if !keepingSnapshot {
             snapshot = nil
             _snapshotAddress = 0

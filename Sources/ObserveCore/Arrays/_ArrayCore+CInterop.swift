@@ -229,7 +229,7 @@ internal final class _CPositionIndex: _PositionIndexing {
     }
 
     func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
-        slots.removeAll(keepingCapacity: true)
+        slots._removeAllKeepingCapacity()
         var n = 0
         var status = cobs_positions_lookup(_pos, ring.raw, mask, element, _scratch, _scratchCapacity, &n)
         if status == COBS_BUFFER_TOO_SMALL {

@@ -500,7 +500,7 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
     }
 
     func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
-        slots.removeAll(keepingCapacity: true)
+        slots._removeAllKeepingCapacity()
         guard let first = _first[element] else { return }
         slots.append(first)
         if let more = _more[element] { slots.append(contentsOf: more) }

@@ -73,7 +73,7 @@ internal final class _CRegistryTable: _RegistryTable {
     }
 
     func entries(of object: UInt, into entries: inout [_TableEntry]) {
-        entries.removeAll(keepingCapacity: true)
+        entries._removeAllKeepingCapacity()
         var count = 0
         var status = cobs_registry_object_entries(_reg, object, _keyScratch, _slotScratch, _entryScratchCapacity, &count)
         if status == COBS_BUFFER_TOO_SMALL {

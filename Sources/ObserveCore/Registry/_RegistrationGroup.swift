@@ -112,10 +112,9 @@ internal struct _RegistrationGroup {
         if registration.hasObserver { _unindex(registration) }
         if _liveCount == 0 {
             // `_rest` keeps its storage for the next group to use this slot: churn allocates
-            // nothing. (`removeAll(keepingCapacity:)` only when there is something to remove: on
-            // an empty array it still runs the generic replaceSubrange, 180 instructions.)
+            // nothing.
             _positionCount = 0
-            if !_rest.isEmpty { _rest.removeAll(keepingCapacity: true) }
+            _rest._removeAllKeepingCapacity()
             if !_byObserver.isEmpty { _byObserver.removeAll(keepingCapacity: true) }
         } else if Int(_positionCount - _liveCount) > max(16, liveCount) {
             _compact()
@@ -138,7 +137,7 @@ internal struct _RegistrationGroup {
     mutating func removeAll() -> ContiguousArray<_AnyRegistration> {
         let removed = live
         _first = nil
-        if !_rest.isEmpty { _rest.removeAll(keepingCapacity: true) }
+        _rest._removeAllKeepingCapacity()
         if !_byObserver.isEmpty { _byObserver.removeAll(keepingCapacity: true) }
         _positionCount = 0
         _liveCount = 0

@@ -66,7 +66,7 @@ internal final class _SwiftRegistryTable: _RegistryTable {
     }
 
     func entries(of object: UInt, into entries: inout [_TableEntry]) {
-        entries.removeAll(keepingCapacity: true)
+        entries._removeAllKeepingCapacity()
         if let list = _objects[object] { entries.append(contentsOf: list) }
     }
 
