@@ -328,9 +328,10 @@ extension ObservableArray where Element: KeyValueObservable {
     }
 }
 
-extension ObservableArray {
-    /// Called by the tracker when a property of the element at `elementAddress` changed.
-    internal func _elementDidChange(tracker: _AnyElementTracker<Element>, keyID: UInt32, elementAddress: UInt,
+extension ObservableArray: _ElementChangeReceiver {
+    /// Called by the element-tracker directory when a property of the element at `elementAddress`
+    /// changed; `trackerAddress` is the tracker that found this array (see the protocol).
+    internal func _elementDidChange(trackerAddress: UInt, keyID: UInt32, elementAddress: UInt,
                                     values: _ElementValueStore) {
         _joinTransaction()
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
@@ -339,9 +340,14 @@ extension ObservableArray {
         _lock.lock()
         let boxObject = _takeChangeBox()
         var stale: AnyObject? = nil   // storage the recycled box showed last, released unlocked
-        let prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
-            _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
-                                  keyID: keyID, elementAddress: elementAddress, values: values, stale: &stale)
+        var prepared: (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? = nil
+        if let tracker = _trackerUnretained(at: trackerAddress) {
+            prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
+                tracker._withUnsafeGuaranteedRef { tracker in
+                    _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
+                                          keyID: keyID, elementAddress: elementAddress, values: values, stale: &stale)
+                }
+            }
         }
         _lock.unlock()
         if stale != nil { _releaseAfterUnlocking(stale) }
@@ -357,8 +363,18 @@ extension ObservableArray {
         }
     }
 
+    /// The array's tracker, unretained, if it is the one at `address` (lock held: the array keeps
+    /// its tracker alive meanwhile). Nil once the tracker that reported a change was replaced or
+    /// dropped: that tracker's notice is stale.
+    @inline(__always)
+    private func _trackerUnretained(at address: UInt) -> Unmanaged<_AnyElementTracker<Element>>? {
+        guard let tracker = _tracker, UInt(bitPattern: ObjectIdentifier(tracker)) == address else { return nil }
+        return .passUnretained(tracker)
+    }
+
     /// Fills `box` with the element change and enters a read section on the observers that want
-    /// it; nil (no section held) when nobody does. The caller holds the array's lock.
+    /// it; nil (no section held) when nobody does. The caller holds the array's lock, and
+    /// `tracker` is the array's current tracker.
     private func _prepareElementChange(_ box: _ArrayChangeBox<Element>, tracker: _AnyElementTracker<Element>,
                                        keyID: UInt32, elementAddress: UInt, values: _ElementValueStore,
                                        stale: inout AnyObject?)
@@ -366,7 +382,7 @@ extension ObservableArray {
         // The storage is used borrowed: nothing below replaces it while the lock is held, and a
         // retain/release pair around each call that takes it cost two atomic operations each.
         let storage = Unmanaged.passUnretained(_storage)
-        guard tracker === _tracker, tracker.isActive,
+        guard tracker.isActive,
               storage._withUnsafeGuaranteedRef({ tracker.appendModifyRuns(ofElementAt: elementAddress, ring: $0, to: &box.runs) })
         else { return nil }
         if let batch = _batch {

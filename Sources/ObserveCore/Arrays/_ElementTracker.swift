@@ -245,12 +245,5 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         if ring.capacity > 0 { _index.checkInvariants(ring: ring.addresses, mask: UInt32(ring.mask)) }
     }
 
-    override func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
-        guard let array = array.load() else { return }
-        // Only the element's address is used (to find its indices): the object that changed may
-        // be of a superclass of `Element` when the key is declared there, and then is not in
-        // this array, so it is never cast to `Element`.
-        array._elementDidChange(tracker: self, keyID: keyID, elementAddress: UInt(bitPattern: ObjectIdentifier(element)),
-                                values: values)
-    }
+    override func _loadReceiver() -> (any _ElementChangeReceiver)? { array.load() }
 }

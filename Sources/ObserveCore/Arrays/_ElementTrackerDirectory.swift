@@ -16,41 +16,128 @@
 /// program observes few element keys, and hashing cost more than the whole scan.
 ///
 /// Each entry holds its key id beside the tracker, so a change finds its trackers from the
-/// bucket copy alone: a tracker's own key list is written under its array's lock (a tracker can
+/// bucket alone: a tracker's own key list is written under its array's lock (a tracker can
 /// gain keys while registered), which the directory does not hold — reading it here raced with
 /// `add(keyIDs:)` replacing the list (a use-after-free seen in release stress runs).
+///
+/// Lock order: this lock is taken with an array's lock held (`register`, `unregister`), and
+/// `elementDidChange` takes no other lock under it (it only try-retains arrays).
 internal final class _ElementTrackerDirectory: @unchecked Sendable {
     static let shared = _ElementTrackerDirectory()
 
+    /// A registered (key, tracker) pair. The entry owns one retain of the tracker (taken by
+    /// `register`, dropped by `unregister`), so the bucket holds only trivial values: reading it
+    /// under the lock costs no reference counting, where an array of strong entries was retained
+    /// and released around every read.
     private struct Entry {
         let keyID: UInt32
-        let tracker: _ElementTrackerBase
+        let tracker: Unmanaged<_ElementTrackerBase>
+    }
+
+    /// One bucket's entries, in a buffer the directory manages itself (under `_lock`).
+    private struct Bucket {
+        var entries: UnsafeMutablePointer<Entry>? = nil
+        var count = 0
+        var capacity = 0
     }
 
     private let _lock = _Lock()
-    @exclusivity(unchecked) private var _buckets = [ContiguousArray<Entry>](repeating: [], count: 32)
+    /// 32 buckets by `keyID % 32`, allocated once: the directory lives as long as the process.
+    private let _buckets: UnsafeMutablePointer<Bucket> = {
+        let buckets = UnsafeMutablePointer<Bucket>.allocate(capacity: 32)
+        buckets.initialize(repeating: Bucket(), count: 32)
+        return buckets
+    }()
 
     func register(_ tracker: _ElementTrackerBase, keyID: UInt32) {
-        _lock.withLock { _buckets[Int(keyID & 31)].append(Entry(keyID: keyID, tracker: tracker)) }
+        _lock.withLock {
+            let bucket = _buckets + Int(keyID & 31)
+            if bucket.pointee.count == bucket.pointee.capacity {
+                let capacity = max(4, bucket.pointee.capacity * 2)
+                let grown = UnsafeMutablePointer<Entry>.allocate(capacity: capacity)
+                if let old = bucket.pointee.entries {
+                    grown.moveInitialize(from: old, count: bucket.pointee.count)
+                    old.deallocate()
+                }
+                bucket.pointee.entries = grown
+                bucket.pointee.capacity = capacity
+            }
+            (bucket.pointee.entries.unsafelyUnwrapped + bucket.pointee.count)
+                .initialize(to: Entry(keyID: keyID, tracker: .passRetained(tracker)))
+            bucket.pointee.count += 1
+        }
     }
 
+    /// Forgets `tracker` for `keyIDs`. The caller holds a reference to the tracker, so dropping
+    /// the entries' retains under the lock never runs its deinit here.
     func unregister(_ tracker: _ElementTrackerBase, keyIDs: some Sequence<UInt32>) {
+        let address = Unmanaged.passUnretained(tracker).toOpaque()
         _lock.withLock {
             for keyID in keyIDs {
-                _buckets[Int(keyID & 31)].removeAll { $0.tracker === tracker && $0.keyID == keyID }
+                let bucket = _buckets + Int(keyID & 31)
+                guard let entries = bucket.pointee.entries else { continue }
+                var kept = 0
+                for index in 0..<bucket.pointee.count {
+                    let entry = entries[index]
+                    if entry.keyID == keyID && entry.tracker.toOpaque() == address {
+                        entry.tracker.release()
+                    } else {
+                        entries[kept] = entry
+                        kept += 1
+                    }
+                }
+                bucket.pointee.count = kept
             }
         }
     }
 
+    /// Tells the arrays tracking `keyID` that `element` changed that property.
+    ///
+    /// Under the lock each registered tracker is alive (its entry holds it), so each matching
+    /// tracker loads its array there, strongly (a try-retain, which fails for an array already
+    /// dying). The arrays are told after unlocking; each acts only if the tracker is still its own
+    /// (checked under its lock, where it keeps its tracker alive). Holding the array is all the
+    /// delivery needs: copying the bucket instead, to keep its trackers alive past the lock, cost
+    /// a retain and a release of the bucket per change (two of the ~ten serialising operations).
     func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
-        // The copy keeps its trackers alive: each is then used without a retain of its own.
-        let entries = _lock.withLock { _buckets[Int(keyID & 31)] }
-        for index in entries.indices where entries[index].keyID == keyID {
-            Unmanaged.passUnretained(entries[index].tracker)._withUnsafeGuaranteedRef { tracker in
-                tracker.elementDidChange(keyID: keyID, element: element, values: values)
+        let address = UInt(bitPattern: ObjectIdentifier(element))
+        var first: (any _ElementChangeReceiver)? = nil, firstTracker = 0 as UInt
+        var others: [(receiver: any _ElementChangeReceiver, tracker: UInt)] = []
+        _lock.lock()
+        let bucket = _buckets[Int(keyID & 31)]
+        for index in 0..<bucket.count {
+            let entry = bucket.entries.unsafelyUnwrapped[index]
+            guard entry.keyID == keyID,
+                  let receiver = entry.tracker._withUnsafeGuaranteedRef({ $0._loadReceiver() }) else { continue }
+            let trackerAddress = UInt(bitPattern: entry.tracker.toOpaque())
+            if first == nil {
+                first = receiver
+                firstTracker = trackerAddress
+            } else {
+                others.append((receiver, trackerAddress))
             }
         }
+        _lock.unlock()
+        // Consumed, not bound: a binding copied the receiver (a retain and a release).
+        switch consume first {
+        case .some(let receiver):
+            receiver._elementDidChange(trackerAddress: firstTracker, keyID: keyID, elementAddress: address, values: values)
+        case .none:
+            return
+        }
+        for (receiver, tracker) in others {
+            receiver._elementDidChange(trackerAddress: tracker, keyID: keyID, elementAddress: address, values: values)
+        }
     }
+}
+
+/// An array told of its elements' property changes (`ObservableArray`): how the directory
+/// reaches a generic array from one of its trackers without knowing the element type.
+internal protocol _ElementChangeReceiver: AnyObject {
+    /// The element at `elementAddress` changed its property `keyID`. `trackerAddress` names the
+    /// tracker that found this array, which may have been replaced since: the array acts only if
+    /// it is still its tracker. Called with no lock held.
+    func _elementDidChange(trackerAddress: UInt, keyID: UInt32, elementAddress: UInt, values: _ElementValueStore)
 }
 
 /// The non-generic face of a tracker, for the directory.
@@ -64,5 +151,6 @@ internal class _ElementTrackerBase: @unchecked Sendable {
 
     final func keyPath(for keyID: UInt32) -> AnyKeyPath? { keys.first { $0.id == keyID }?.keyPath }
 
-    func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {}
+    /// The tracker's array, retained, unless it began to die. Called under the directory's lock.
+    func _loadReceiver() -> (any _ElementChangeReceiver)? { nil }
 }

@@ -90,7 +90,10 @@
 //   array's lock is held, and nothing under that lock replaces it;
 // - the element-change box and its value cell while a change is prepared and delivered: held by
 //   one `let`, then by the change built from it, which `_recycle` consumes;
-// - the directory's trackers: each entry retains its tracker; `_registry.elementTrackers` and the
+// - the directory's trackers: each entry owns a retain of its tracker (taken by `register`,
+//   dropped by `unregister`), read unretained under the directory's lock; the array a change
+//   reaches is try-retained there, and the tracker is used again only under that array's lock,
+//   after checking that it is still the array's own; `_registry.elementTrackers` and the
 //   registry shards are immortal (registries live as long as the process);
 // - a registration's registry (`_AnyRegistration._registryReference`, `_Registry.cReference` /
 //   `swiftReference`): the two registries are immortal;
