@@ -330,8 +330,9 @@ extension ObservableArray where Element: KeyValueObservable {
 
 extension ObservableArray: _ElementChangeReceiver {
     /// Called by the element-tracker directory when a property of the element at `elementAddress`
-    /// changed; `trackerAddress` is the tracker that found this array (see the protocol).
-    internal func _elementDidChange(trackerAddress: UInt, keyID: UInt32, elementAddress: UInt,
+    /// changed; `trackerSerial` is the serial of the tracker that found this array (see the
+    /// protocol).
+    internal func _elementDidChange(trackerSerial: UInt64, keyID: UInt32, elementAddress: UInt,
                                     values: _ElementValueStore) {
         _joinTransaction()
         // The box is held only by `boxObject` across the calls below (filling borrows it, the
@@ -341,7 +342,7 @@ extension ObservableArray: _ElementChangeReceiver {
         let boxObject = _takeChangeBox()
         var stale: AnyObject? = nil   // storage the recycled box showed last, released unlocked
         var prepared: (cache: Unmanaged<_DispatchCache>, range: Range<Int>)? = nil
-        if let tracker = _trackerUnretained(at: trackerAddress) {
+        if let tracker = _trackerUnretained(serial: trackerSerial) {
             prepared = Unmanaged.passUnretained(boxObject)._withUnsafeGuaranteedRef { box in
                 tracker._withUnsafeGuaranteedRef { tracker in
                     _prepareElementChange(unsafeDowncast(box, to: _ArrayChangeBox<Element>.self), tracker: tracker,
@@ -363,12 +364,13 @@ extension ObservableArray: _ElementChangeReceiver {
         }
     }
 
-    /// The array's tracker, unretained, if it is the one at `address` (lock held: the array keeps
-    /// its tracker alive meanwhile). Nil once the tracker that reported a change was replaced or
-    /// dropped: that tracker's notice is stale.
+    /// The array's tracker, unretained, if it has `serial` (lock held: the array keeps its
+    /// tracker alive meanwhile, and `_prepareElementChange` moves it out rather than dropping it).
+    /// Nil once the tracker a change was found through was replaced or dropped: that notice is
+    /// stale.
     @inline(__always)
-    private func _trackerUnretained(at address: UInt) -> Unmanaged<_AnyElementTracker<Element>>? {
-        guard let tracker = _tracker, UInt(bitPattern: ObjectIdentifier(tracker)) == address else { return nil }
+    private func _trackerUnretained(serial: UInt64) -> Unmanaged<_AnyElementTracker<Element>>? {
+        guard let tracker = _tracker, tracker.serial == serial else { return nil }
         return .passUnretained(tracker)
     }
 
@@ -398,7 +400,7 @@ extension ObservableArray: _ElementChangeReceiver {
             // element tracking once the last element-key observer is gone. The stopped tracker
             // is uninstalled too: left in place, it would still be told of every insertion and
             // removal (hardening: RegressionTests).
-            if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { tracker.deactivate(_storage); _tracker = nil }
+            if kvoRegistrar._observedMask.load(ordering: .relaxed) == 0 { _stopTracking(tracker, releasingInto: &stale) }
             return nil
         }
         var wanted = false, anyElementKeys = false, wantsOld = false, wantsNew = false
@@ -415,7 +417,7 @@ extension ObservableArray: _ElementChangeReceiver {
             }
         }
         guard wanted else {
-            if !anyElementKeys { tracker.deactivate(_storage); _tracker = nil }
+            if !anyElementKeys { _stopTracking(tracker, releasingInto: &stale) }
             kvoRegistrar._leaveReadSectionUnderLock()
             return nil
         }
@@ -424,6 +426,16 @@ extension ObservableArray: _ElementChangeReceiver {
         }
         if wantsOld || wantsNew { box.storeValues(values, wantsOld: wantsOld, wantsNew: wantsNew) }
         return (cache, range)
+    }
+
+    /// Deactivates and uninstalls `tracker`, the array's current one, while the caller still
+    /// borrows it: the array's reference moves to `stale` (released after unlocking), so the
+    /// tracker outlives the borrow and its deinit runs with no lock held. Nothing else is in
+    /// `stale` on the paths that call this (the box is filled only after them).
+    private func _stopTracking(_ tracker: _AnyElementTracker<Element>, releasingInto stale: inout AnyObject?) {
+        tracker.deactivate(_storage)
+        _require(stale == nil, "ObserveCore internal error: a stopped tracker would displace released storage")
+        stale = _tracker.take()
     }
 
     /// Delivers an element change to the registrations in `range` that asked for `keyID`, then

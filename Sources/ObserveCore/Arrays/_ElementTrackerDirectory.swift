@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Element-property observation for arrays, without one registration per element.
 ///
 /// While an ``ObservableArray`` has observers with element key paths, its tracker keeps:
@@ -5,8 +7,9 @@
 ///   holding it, so a change is reported with the element's indices without scanning;
 /// - one membership per (element, occurrence) counted in the element's registrar, whose high
 ///   bits tell the element's setter that some tracked array wants that key.
-/// An element's setter that finds its member bit set asks `_ElementTrackerDirectory` for the trackers
-/// of that key (usually one or a few) and each looks the element up in its own index.
+/// An element's setter that finds its member bit set asks `_ElementTrackerDirectory` for the
+/// arrays tracking that key (usually one or a few), and each array looks the element up in its
+/// tracker's index, under its own lock.
 ///
 /// Lock order: an array's lock, then (inside it) a registry shard lock or a registrar's CAS
 /// words. Nothing here takes an array lock while holding a shard lock.
@@ -95,38 +98,47 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
     ///
     /// Under the lock each registered tracker is alive (its entry holds it), so each matching
     /// tracker loads its array there, strongly (a try-retain, which fails for an array already
-    /// dying). The arrays are told after unlocking; each acts only if the tracker is still its own
-    /// (checked under its lock, where it keeps its tracker alive). Holding the array is all the
-    /// delivery needs: copying the bucket instead, to keep its trackers alive past the lock, cost
-    /// a retain and a release of the bucket per change (two of the ~ten serialising operations).
+    /// dying; nothing else runs under this lock), and its serial is read. The arrays are told
+    /// after unlocking; each acts only if its tracker is still the one with that serial (checked
+    /// under its lock, where it keeps its tracker alive): a serial, not the tracker's address,
+    /// because a tracker freed meanwhile and a new one allocated at the same address must not
+    /// pass. Copying the bucket instead, to keep its trackers alive past the lock, cost a retain
+    /// and a release of the bucket per change (two of the ~ten serialising operations).
+    ///
+    /// Every array is loaded before the first is told, so an array whose last reference an
+    /// earlier array's handler drops is still told of this change, and freed after it (with no
+    /// lock held).
     func elementDidChange(keyID: UInt32, element: AnyObject, values: _ElementValueStore) {
+        // Only the element's address is used (to find its indices): the object that changed may
+        // be of a superclass of an array's `Element` when the key is declared there, and then is
+        // not in that array, so it is never cast to `Element`.
         let address = UInt(bitPattern: ObjectIdentifier(element))
-        var first: (any _ElementChangeReceiver)? = nil, firstTracker = 0 as UInt
-        var others: [(receiver: any _ElementChangeReceiver, tracker: UInt)] = []
+        var first: (any _ElementChangeReceiver)? = nil, firstSerial: UInt64 = 0
+        var others: [(receiver: any _ElementChangeReceiver, serial: UInt64)] = []
         _lock.lock()
         let bucket = _buckets[Int(keyID & 31)]
         for index in 0..<bucket.count {
             let entry = bucket.entries.unsafelyUnwrapped[index]
             guard entry.keyID == keyID,
                   let receiver = entry.tracker._withUnsafeGuaranteedRef({ $0._loadReceiver() }) else { continue }
-            let trackerAddress = UInt(bitPattern: entry.tracker.toOpaque())
+            let serial = entry.tracker._withUnsafeGuaranteedRef { $0.serial }
             if first == nil {
                 first = receiver
-                firstTracker = trackerAddress
+                firstSerial = serial
             } else {
-                others.append((receiver, trackerAddress))
+                others.append((receiver, serial))
             }
         }
         _lock.unlock()
         // Consumed, not bound: a binding copied the receiver (a retain and a release).
         switch consume first {
         case .some(let receiver):
-            receiver._elementDidChange(trackerAddress: firstTracker, keyID: keyID, elementAddress: address, values: values)
+            receiver._elementDidChange(trackerSerial: firstSerial, keyID: keyID, elementAddress: address, values: values)
         case .none:
             return
         }
-        for (receiver, tracker) in others {
-            receiver._elementDidChange(trackerAddress: tracker, keyID: keyID, elementAddress: address, values: values)
+        for (receiver, serial) in others {
+            receiver._elementDidChange(trackerSerial: serial, keyID: keyID, elementAddress: address, values: values)
         }
     }
 }
@@ -134,15 +146,20 @@ internal final class _ElementTrackerDirectory: @unchecked Sendable {
 /// An array told of its elements' property changes (`ObservableArray`): how the directory
 /// reaches a generic array from one of its trackers without knowing the element type.
 internal protocol _ElementChangeReceiver: AnyObject {
-    /// The element at `elementAddress` changed its property `keyID`. `trackerAddress` names the
-    /// tracker that found this array, which may have been replaced since: the array acts only if
-    /// it is still its tracker. Called with no lock held.
-    func _elementDidChange(trackerAddress: UInt, keyID: UInt32, elementAddress: UInt, values: _ElementValueStore)
+    /// The element at `elementAddress` changed its property `keyID`. `trackerSerial` is the
+    /// serial of the tracker that found this array, which may have been replaced since: the
+    /// array acts only if its tracker still has that serial. Called with no lock held.
+    func _elementDidChange(trackerSerial: UInt64, keyID: UInt32, elementAddress: UInt, values: _ElementValueStore)
 }
 
 /// The non-generic face of a tracker, for the directory.
 @usableFromInline
 internal class _ElementTrackerBase: @unchecked Sendable {
+    /// Unique for the life of the process (never reused, unlike an address): how an array
+    /// recognises, under its lock, that the tracker a change was found through is still its own.
+    final let serial: UInt64 = _ElementTrackerBase._serials.add(1, ordering: .relaxed).newValue
+    private static let _serials = Atomic<UInt64>(0)
+
     /// Element key ids tracked, with their key paths (few: scanned linearly). Written and read
     /// only under the array's lock (the directory keeps its own copy of each key id).
     @exclusivity(unchecked) final var keys: [_ElementKey] = []

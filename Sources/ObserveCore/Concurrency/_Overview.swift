@@ -91,10 +91,12 @@
 // - the element-change box and its value cell while a change is prepared and delivered: held by
 //   one `let`, then by the change built from it, which `_recycle` consumes;
 // - the directory's trackers: each entry owns a retain of its tracker (taken by `register`,
-//   dropped by `unregister`), read unretained under the directory's lock; the array a change
-//   reaches is try-retained there, and the tracker is used again only under that array's lock,
-//   after checking that it is still the array's own; `_registry.elementTrackers` and the
-//   registry shards are immortal (registries live as long as the process);
+//   dropped by `unregister`), read unretained under the directory's lock, where the only work
+//   done is a try-retain of each tracker's array and a read of the tracker's serial; the tracker
+//   is used again only under that array's lock, after checking that the array's tracker still
+//   has that serial (a serial, because a freed tracker's address can be reused), and a tracker
+//   stopped during that use is released only after the array's lock; `_registry.elementTrackers`
+//   and the registry shards are immortal (registries live as long as the process);
 // - a registration's registry (`_AnyRegistration._registryReference`, `_Registry.cReference` /
 //   `swiftReference`): the two registries are immortal;
 // - `ObservableKey._keyPath`: key paths are interned by `_KeyTable` for the life of the process;

@@ -23,7 +23,7 @@ internal import CObserveCore
 ///
 /// ```swift
 /// let array = _UnownedReference(observableArray)
-/// if let array = array.load() { array._elementDidChange(…) }   // nil once it began to die
+/// if let array = array.load() { … }   // nil once it began to die (trackers: under the directory's lock)
 /// ```
 internal struct _UnownedReference<Object: AnyObject>: @unchecked Sendable {
     #if _runtime(_ObjC)

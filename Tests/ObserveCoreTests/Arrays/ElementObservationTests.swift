@@ -57,6 +57,34 @@ struct ElementObservationTests {
         #expect(firstSeen.count == 2 && secondSeen.count == 3)
     }
 
+    @Test("a change found through a tracker that a handler replaced is not reported to the replacement's observers",
+          arguments: ObservationBackend.allCases)
+    func changeFoundThroughAReplacedTrackerIsDropped(backend: ObservationBackend) {
+        // The directory loads every array tracking the key before telling the first one. Here the
+        // first array's handler stops the second array's tracking and starts it again with a new
+        // observer: the new tracker (often at the freed one's address) must not take the change
+        // that was found through the old one, which the new observer was registered after.
+        let shared = Student(backend, "ada")
+        let first = ObservableArray([shared], backend: backend), second = ObservableArray([shared], backend: backend)
+        var secondToken: ObservationToken?
+        var replacement: ObservationToken?
+        var lateKinds: [ArrayChange<Student>.Kind] = []
+        let firstToken = first.observe(elementKeyPaths: [\.grade]) { _, _ in
+            guard replacement == nil else { return }
+            secondToken?.cancel()            // the second array's tracker stops and goes
+            replacement = second.observe(elementKeyPaths: [\.grade]) { _, change in lateKinds.append(change.kind) }
+        }
+        secondToken = second.observe(elementKeyPaths: [\.grade]) { _, _ in }
+        shared.grade = 1
+        #expect(lateKinds.isEmpty, "the replacement observer was registered after this change")
+        shared.grade = 2
+        #expect(lateKinds == [.elementChanged])
+        first._checkInvariants()
+        second._checkInvariants()
+        firstToken.cancel()
+        replacement?.cancel()
+    }
+
     @Test("an array of a subclass tracks a key its superclass declares; objects outside the array are ignored",
           arguments: ObservationBackend.allCases)
     func superclassKeyOnSubclassElements(backend: ObservationBackend) {
