@@ -92,8 +92,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
     func deliver(_ array: ObservableArray<Element>, _ change: ArrayChange<Element>) {
         // The scope count read through the array's registry, which is alive here: through
         // `registry` it would cost a `swift_once` per change.
-        if isCancelled || (_slowPath(array.kvoRegistrar._registry.openScopes.load(ordering: .relaxed) != 0)
-                           && _ThreadSilence.isSilenced(silenceKey)) {
+        if isSilencedOrCancelled(scopesOpen: array.kvoRegistrar._registry.openScopes.load(ordering: .relaxed) != 0) {
             return
         }
         var observer: AnyObject? = nil

@@ -131,8 +131,14 @@ internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
     /// cancelled, or a `withoutNotifying` scope of this thread names its observation.
     @inlinable
     final var isSilencedOrCancelled: Bool {
-        isCancelled || (_slowPath(registry.openScopes.load(ordering: .relaxed) != 0)
-                        && _ThreadSilence.isSilenced(silenceKey))
+        isSilencedOrCancelled(scopesOpen: registry.openScopes.load(ordering: .relaxed) != 0)
+    }
+
+    /// `isSilencedOrCancelled` for a caller that has read the scope count (`_Registry.openScopes`)
+    /// itself, through a registry it holds: `scopesOpen` is whether it was non-zero.
+    @inlinable
+    final func isSilencedOrCancelled(scopesOpen: Bool) -> Bool {
+        isCancelled || (_slowPath(scopesOpen) && _ThreadSilence.isSilenced(silenceKey))
     }
 
     /// Called once after the registration was removed, with no lock held. Array registrations
@@ -259,7 +265,7 @@ internal final class _ObserverRegistration<Root: AnyObject, Value>: _PropertyReg
 extension _AnyRegistration {
     @usableFromInline @inline(never)
     final func _removeDeadObserverRegistration() {
-        _registryReference._withUnsafeGuaranteedRef { $0.remove(self) }
+        removeFromRegistry()
     }
 }
 
