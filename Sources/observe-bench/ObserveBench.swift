@@ -125,7 +125,8 @@ struct ObserveBench: ParsableCommand {
               array.ops-scaling   one row per observed-array operation, c only:
                                   array.ops-scaling.insert-middle,
                                   .remove-middle, .move-adjacent, .move-far,
-                                  .replace-10, .swap, .append-removeLast,
+                                  .move-offsets, .replace-10, .swap,
+                                  .append-removeLast,
                                   .insert-0-removeFirst; one op = the
                                   operation, then one random element's
                                   property set (N fixed; batches of

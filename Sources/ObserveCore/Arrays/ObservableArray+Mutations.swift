@@ -675,17 +675,106 @@ extension ObservableArray {
         }
     }
 
-    /// Moves the elements at `offsets` (any order) to `destination`, as SwiftUI's `move` does:
-    /// ``ArrayChange/Kind/move``.
+    /// Moves the elements at `offsets` (any order; an offset given twice counts once) so that
+    /// they end up together, in their original order, before the element that was at
+    /// `destination` — as SwiftUI's `move(fromOffsets:toOffset:)` does on an `Array`:
+    /// ``ArrayChange/Kind/move``, one move run per moved element (the elements between shift
+    /// implicitly, as for ``move(from:to:)``).
+    ///
+    /// ```swift
+    /// let tasks = ObservableArray(["a", "b", "c", "d", "e"])
+    /// tasks.move(fromOffsets: [0, 2], toOffset: 4)   // ["b", "d", "a", "c", "e"]
+    /// ```
+    /// - Complexity: O(k log k + s) for k offsets, where s is the span from the lowest of the
+    ///   offsets and `destination` to the highest: the elements outside it do not move, however
+    ///   long the array is.
     public func move<S: Sequence<Int>>(fromOffsets offsets: S, toOffset destination: Int) {
-        let source = Set(offsets)
-        _reorder { count in
-            _require(source.allSatisfy { $0 >= 0 && $0 < count } && destination >= 0 && destination <= count,
-                         "ObservableArray.move(fromOffsets:toOffset:): offsets out of range for count \(count)")
-            let before = (0..<destination).filter { !source.contains($0) }
-            let after = (destination..<count).filter { !source.contains($0) }
-            return before + source.sorted() + after
+        var sources = Array(offsets)
+        sources.sort()
+        var unique = 0
+        for offset in sources where unique == 0 || sources[unique - 1] != offset {
+            sources[unique] = offset
+            unique += 1
         }
+        sources.removeLast(sources.count - unique)
+        _mutate {
+            let count = _storage.count
+            _require((sources.first ?? 0) >= 0 && (sources.last ?? -1) < count && destination >= 0 && destination <= count,
+                     "ObservableArray.move(fromOffsets:toOffset:): offsets \(sources) or destination \(destination) "
+                     + "out of range for count \(count)")
+            // The sources below `destination` end just before it, the others just after it:
+            // source j lands at `first + j`. Sources already there do not move.
+            let below = sources.firstIndex { $0 >= destination } ?? sources.count
+            let first = destination - below
+            guard sources.indices.contains(where: { sources[$0] != first + $0 }) else { return nil }
+            _moveElements(sources, below: below, to: first)
+            if let batch = _batch {
+                _composeMove(of: sources, below: below, to: first, count: count, into: batch.composer)
+                return nil
+            }
+            guard _mustRecord else { return nil }
+            var runs: [_ArrayRun] = []
+            for (j, source) in sources.enumerated() where source != first + j {
+                runs.append(_ArrayRun(.move, start: source, length: 1, to: first + j))
+            }
+            _normalize(&runs)
+            return _pending(.move, runs: runs, removed: .none, oldCount: count)
+        }
+    }
+
+    /// Moves the elements at ascending `sources` (the first `below` of them lower than where
+    /// they go) to indices `first ..< first + sources.count`: each is lifted out, the blocks of
+    /// other elements between them shift by as many places as sources they pass (one bulk move
+    /// each, `_shift`), and the sources go back in their new places. O(span) element moves and
+    /// O(sources) index updates. Lock held, storage unique.
+    private func _moveElements(_ sources: [Int], below: Int, to first: Int) {
+        unowned(unsafe) let ring = _storage
+        let lifted = UnsafeMutablePointer<Element>.allocate(capacity: sources.count)
+        defer { lifted.deallocate() }
+        for (j, source) in sources.enumerated() {
+            let slot = ring.slot(source)
+            // Its index entry goes first, as in `_moveElement`.
+            _withTracker { $0.lift(slot: slot, ring: $1) }
+            (lifted + j).moveInitialize(from: ring.base + slot, count: 1)
+        }
+        // Below the destination, the block after source j moves down past j + 1 sources.
+        for j in 0..<below {
+            let start = sources[j] + 1, end = j + 1 < below ? sources[j + 1] : first + below
+            _shift(from: start, to: start - (j + 1), count: end - start)
+        }
+        // Above it, the block before source j moves up past the sources from j on (highest first).
+        for j in (below..<sources.count).reversed() {
+            let start = j > below ? sources[j - 1] + 1 : first + below, end = sources[j]
+            _shift(from: start, to: start + (sources.count - j), count: end - start)
+        }
+        for j in sources.indices {
+            let slot = ring.slot(first + j)
+            (ring.base + slot).moveInitialize(from: lifted + j, count: 1)
+            _withTracker { $0.place(slot: slot, ring: $1) }
+        }
+    }
+
+    /// Tells a batch's composer about `move(fromOffsets:toOffset:)` (see `_moveElements`): a few
+    /// sources as the single moves that give the same order (each O(segments) in the composer:
+    /// the sources below the destination highest first, then the others lowest first), many as
+    /// one reorder of the whole array.
+    private func _composeMove(of sources: [Int], below: Int, to first: Int, count: Int,
+                              into composer: any _BatchComposing) {
+        guard sources.count > 32 else {
+            for j in (0..<below).reversed() where sources[j] != first + j { composer.move(from: sources[j], to: first + j) }
+            for j in below..<sources.count where sources[j] != first + j { composer.move(from: sources[j], to: first + j) }
+            return
+        }
+        // permutation[i]: the old index of the element now at i.
+        var permutation: [Int] = []
+        permutation.reserveCapacity(count)
+        var next = 0
+        for i in 0..<count {
+            if permutation.count == first { permutation.append(contentsOf: sources) }
+            if next < sources.count && sources[next] == i { next += 1 } else { permutation.append(i) }
+        }
+        if permutation.count == first { permutation.append(contentsOf: sources) }
+        composer.permute(permutation)
     }
 
     /// Sorts in place by `areInIncreasingOrder`: one ``ArrayChange/Kind/move`` change listing

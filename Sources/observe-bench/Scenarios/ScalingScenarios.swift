@@ -15,6 +15,7 @@ enum ScalingOperation: String, CaseIterable {
     case removeMiddle = "remove-middle"
     case moveAdjacent = "move-adjacent"
     case moveFar = "move-far"
+    case moveOffsets = "move-offsets"
     case replaceMiddle = "replace-10"
     case swap = "swap"
     case appendRemoveLast = "append-removeLast"
@@ -27,6 +28,7 @@ enum ScalingOperation: String, CaseIterable {
         case .removeMiddle: return "remove(at: count / 2)"
         case .moveAdjacent: return "move(from: i, to: i + 1), i random"
         case .moveFar: return "move(from: i, to: j), i in the first N/16, j in the last N/16 (random)"
+        case .moveOffsets: return "move(fromOffsets: [i, i + 2], toOffset: i + 5), i random"
         case .replaceMiddle: return "replaceSubrange(N/2 - 5 ..< N/2 + 5, with: 10 other elements)"
         case .swap: return "swapAt(i, j), i != j random"
         case .appendRemoveLast: return "append(x) + removeLast()"
@@ -107,6 +109,8 @@ struct ArrayOpsScalingScenario: ArrayScenario {
             switch operation {
             case .moveAdjacent:
                 return (Int.random(in: 0..<(n - 1), using: &generator), 0)
+            case .moveOffsets:
+                return (Int.random(in: 0..<(n - 5), using: &generator), 0)
             case .moveFar:
                 let front = Int.random(in: 0..<(n / 16), using: &generator)
                 let back = n - 1 - Int.random(in: 0..<(n / 16), using: &generator)
@@ -191,6 +195,14 @@ struct ArrayOpsScalingScenario: ArrayScenario {
                     return n
                 }
             }
+        case .moveOffsets:
+            runBatch = { count in
+                run(count) { k, _ in
+                    let i = pairs[k & mask].0
+                    array.move(fromOffsets: [i, i + 2], toOffset: i + 5)
+                    return n
+                }
+            }
         case .replaceMiddle:
             runBatch = { count in
                 run(count) { k, _ in
@@ -234,6 +246,12 @@ struct ArrayOpsScalingScenario: ArrayScenario {
                 for k in 0..<ops { let i = pairs[k & mask].0; ids.swapAt(i, i + 1) }
             case .moveFar:
                 for k in 0..<ops { let (from, to) = pairs[k & mask]; ids.insert(ids.remove(at: from), at: to) }
+            case .moveOffsets:
+                // SwiftUI's move of [i, i + 2] before i + 5: i + 1, i + 3, i + 4 close up, then i, i + 2.
+                for k in 0..<ops {
+                    let i = pairs[k & mask].0
+                    ids.replaceSubrange(i..<(i + 5), with: [ids[i + 1], ids[i + 3], ids[i + 4], ids[i], ids[i + 2]])
+                }
             case .swap:
                 for k in 0..<ops { let (i, j) = pairs[k & mask]; ids.swapAt(i, j) }
             case .replaceMiddle:

@@ -4,7 +4,7 @@
 /// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.batch-100`,
 /// the unobserved ones and the `array.ops-scaling.*` rows) run at every size of `--elements`
 /// (default 1k / 10k / 100k): one `Scenario` instance per size, sharing the name and a chart
-/// family over "elements (N)" (the scaling rows draw none). `array.ops-scaling` names all eight
+/// family over "elements (N)" (the scaling rows draw none). `array.ops-scaling` names all nine
 /// `array.ops-scaling.<operation>` rows. The `register.same-key.*` rows run at every size of
 /// `--registrations` (default 2k / 8k / 32k registrations on one key); `register.same-key` names
 /// all three.
