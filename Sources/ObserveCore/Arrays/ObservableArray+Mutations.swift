@@ -545,15 +545,55 @@ extension ObservableArray {
     }
 
     /// Removes every element that satisfies `shouldBeRemoved`, in one ``ArrayChange/Kind/remove``
-    /// change listing each removed index.
+    /// change listing each removed index (nothing when none does).
+    ///
+    /// ```swift
+    /// scores.removeAll { $0 < 10 }
+    /// ```
+    /// The predicate runs without the array's lock, so it may read the array; if another thread
+    /// mutates the array meanwhile, the predicate runs again on the new contents.
+    /// - Complexity: O(n) calls of the predicate (inlined into the caller: each element is read
+    ///   in place, as `Array.removeAll(where:)` reads it), plus O(min(i, n - i)) element moves per
+    ///   run of removed elements.
+    @inlinable
     public func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
-        try _mutate(deciding: { snapshot in
+        var snapshot: _RingBuffer<Element>? = _decisionSnapshot()
+        while let current = snapshot.take() {
             var doomed: [Int] = []
-            for i in 0..<snapshot.count where try shouldBeRemoved(snapshot[i]) { doomed.append(i) }
-            return doomed
-        }, apply: { doomed in
-            doomed.isEmpty ? nil : _removeIndices(doomed, kind: .remove)
-        })
+            // The ring's at most two runs, through its pointer (`current` keeps it alive).
+            let base = current.base, head = current.head, count = current.count
+            let firstRun = Swift.min(count, current.capacity &- head)
+            for k in 0..<firstRun where try shouldBeRemoved(base[head &+ k]) { doomed.append(k) }
+            for k in firstRun..<count where try shouldBeRemoved(base[k &- firstRun]) { doomed.append(k) }
+            snapshot = _removeIndices(doomed, decidedOn: consume current)
+        }
+    }
+
+    /// The storage, for a mutation that user code decides without the lock (`removeAll(where:)`),
+    /// after joining this thread's transaction (before the lock, as every mutation does).
+    @usableFromInline
+    internal func _decisionSnapshot() -> _RingBuffer<Element> {
+        _joinTransaction()
+        return _snapshot()
+    }
+
+    /// Removes the elements at ascending `doomed` indices, decided on `snapshot`, if the array
+    /// still holds that storage (any mutation since would have copied the shared storage, so
+    /// identity tells); otherwise does nothing and returns the current storage to decide on again.
+    @usableFromInline
+    internal func _removeIndices(_ doomed: [Int], decidedOn snapshot: consuming _RingBuffer<Element>) -> _RingBuffer<Element>? {
+        _lock.lock()
+        guard _storage === snapshot else {
+            let current = _storage
+            _lock.unlock()
+            return current
+        }
+        _ = consume snapshot   // the storage is unique again, unless an iterator shares it
+        _makeUnique()
+        let pending = doomed.isEmpty ? nil : _removeIndices(doomed, kind: .remove)
+        _unlockReleasing()
+        _deliverUnlocked(consume pending)
+        return nil
     }
 
     /// Removes the elements at ascending `indices`; lock held.
@@ -996,8 +1036,29 @@ internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
 extension ObservableArray where Element: AnyObject {
     /// Removes every occurrence of `object` (by identity): one ``ArrayChange/Kind/remove`` change
     /// listing each removed index (nothing when absent).
+    ///
+    /// ```swift
+    /// students.removeAll(of: graduate)
+    /// ```
+    /// - Complexity: while element key paths are observed, O(k) to find the object's k copies
+    ///   (the position index answers), otherwise one scan of the element addresses; plus
+    ///   O(min(i, n - i)) element moves per run of removed elements.
     public func removeAll(of object: Element) {
-        removeAll { $0 === object }
+        let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+        _mutate {
+            let ring = _storage
+            var doomed: [Int] = []
+            var runs: [_ArrayRun] = []
+            if let tracker = _tracker, tracker.isActive {
+                if tracker.appendModifyRuns(ofElementAt: address, ring: ring, to: &runs) {
+                    for run in runs { doomed.append(contentsOf: run.start..<(run.start + run.length)) }
+                }
+            } else if ring.capacity > 0 {
+                let addresses = ring.addresses
+                for i in 0..<ring.count where addresses[ring.slot(i)] == address { doomed.append(i) }
+            }
+            return doomed.isEmpty ? nil : _removeIndices(doomed, kind: .remove)
+        }
     }
 }
 

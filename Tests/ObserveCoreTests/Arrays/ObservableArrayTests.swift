@@ -150,6 +150,53 @@ struct ObservableArrayTests {
         #expect(Array(array) == [1, 2, 4, 5, 7, 8])
     }
 
+    @Test("removeAll(where:) reads a wrapped ring in order, and decides again when its predicate mutates the array",
+          arguments: ObservationBackend.allCases)
+    func removeAllWhereWrappedAndRetried(backend: ObservationBackend) {
+        let array = ObservableArray([4, 5, 6, 7, 8], backend: backend)
+        for value in [3, 2, 1] { array.insert(value, at: 0) }   // the front wraps around the ring
+        let c = changes(of: array) { $0.removeAll { $0.isMultiple(of: 2) } }
+        #expect(Array(array) == [1, 3, 5, 7])
+        #expect(c.count == 1 && c[0].runs.map(\.range) == [1..<2, 3..<4, 5..<6, 7..<8])
+
+        var calls = 0
+        let d = changes(of: array) { array in
+            array.removeAll { value in
+                calls += 1
+                if calls == 1 { array.append(9) }   // no lock is held: the decision is retried
+                return value > 4
+            }
+        }
+        #expect(Array(array) == [1, 3])
+        #expect(calls == 4 + 5, "the old contents once, then the new ones")
+        #expect(d.map(\.kind) == [.append, .remove])
+    }
+
+    @Test("removeAll(of:) finds the object's copies through the position index while elements are observed",
+          arguments: ObservationBackend.allCases)
+    func removeAllOfThroughTheIndex(backend: ObservationBackend) {
+        let ada = Student(backend, "ada"), bob = Student(backend, "bob"), cy = Student(backend, "cy")
+        let array = ObservableArray([ada, bob, ada, cy, ada, bob], backend: backend)
+        var recorded: [ArrayChange<Student>] = []
+        let token = array.observe(elementKeyPaths: [\Student.grade]) { _, change in recorded.append(change) }
+        array.insert(cy, at: 1)   // ada's entries are now 0, 3, 5
+        recorded.removeAll()
+        array.removeAll(of: ada)
+        #expect(recorded.count == 1 && describe(recorded[0]) == ["ada 0->nil", "ada 3->nil", "ada 5->nil"])
+        #expect(array.map(\.name) == ["cy", "bob", "cy", "bob"])
+        recorded.removeAll()
+        array.removeAll(of: ada)
+        #expect(recorded.isEmpty, "an absent object: nothing removed, nothing reported")
+        array.performBatchUpdates { $0.removeAll(of: bob); $0.append(ada) }
+        #expect(recorded.count == 1 && recorded[0].kind == .batch)
+        #expect(recorded[0].applying(to: [cy, bob, cy, bob])?.map(\.name) == ["cy", "cy", "ada"])
+        recorded.removeAll()
+        ada.grade += 1
+        #expect(recorded.count == 1 && recorded[0].elements.map(\.newIndex) == [2], "the index followed the removals")
+        array._checkInvariants()
+        token.cancel()
+    }
+
     @Test("mutations that change nothing report nothing", arguments: ObservationBackend.allCases)
     func noOpMutationsReportNothing(backend: ObservationBackend) {
         let ada = Student(backend, "ada")
