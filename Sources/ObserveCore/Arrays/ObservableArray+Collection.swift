@@ -17,6 +17,21 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// Whether the array has no elements.
     public var isEmpty: Bool { count == 0 }
 
+    /// The first element, or nil when the array is empty (read under one lock acquisition;
+    /// `Collection`'s default took two, for `isEmpty` and the subscript).
+    @inlinable public var first: Element? {
+        _lock.lock()
+        defer { _lock.unlock(movingOnly: Element.self) }
+        return _storage.count == 0 ? nil : _storage[0]
+    }
+
+    /// The last element, or nil when the array is empty (read under one lock acquisition).
+    @inlinable public var last: Element? {
+        _lock.lock()
+        defer { _lock.unlock(movingOnly: Element.self) }
+        return _storage.count == 0 ? nil : _storage[_storage.count &- 1]
+    }
+
     @inlinable public func index(after i: Int) -> Int { i + 1 }
     @inlinable public func index(before i: Int) -> Int { i - 1 }
 
@@ -171,6 +186,61 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         return Iterator(_storage: _storage)
     }
 
+    /// Calls `body` with the contents as they are now, contiguous (a snapshot, as an iterator
+    /// reads: later mutations do not affect it). `Array(array)`, `append(contentsOf: array)` and
+    /// other generic algorithms copy or scan the elements through it instead of one subscript
+    /// (one lock acquisition) per element.
+    ///
+    /// ```swift
+    /// let total = scores.withContiguousStorageIfAvailable { $0.reduce(0, +) }
+    /// ```
+    @inlinable
+    public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R? {
+        let iterator = makeIterator()
+        defer { iterator._storage.readerDone() }
+        return try withExtendedLifetime(iterator) {
+            try body(UnsafeBufferPointer(start: iterator._next, count: iterator._end - iterator._next))
+        }
+    }
+
+    /// An array of `transform` applied to each element of a snapshot of the contents (one lock
+    /// acquisition, not one per element as `Collection`'s default `map` takes).
+    @inlinable
+    public func map<T>(_ transform: (Element) throws -> T) rethrows -> [T] {
+        try withContiguousStorageIfAvailable { elements in
+            try [T](unsafeUninitializedCapacity: elements.count) { result, initialized in
+                for index in elements.indices {
+                    (result.baseAddress.unsafelyUnwrapped + index).initialize(to: try transform(elements[index]))
+                    initialized = index &+ 1
+                }
+            }
+        }.unsafelyUnwrapped
+    }
+
+    /// The index of the first element that satisfies `predicate`, or nil: one pass over a
+    /// snapshot of the contents (the predicate may read the array; mutations meanwhile do not
+    /// affect the pass).
+    @inlinable
+    public func firstIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
+        var iterator = makeIterator()
+        var index = 0
+        while let element = iterator.next() {
+            if try predicate(element) { return index }
+            index &+= 1
+        }
+        return nil
+    }
+
+    /// The index of the last element that satisfies `predicate`, or nil: one backward pass over a
+    /// snapshot of the contents.
+    @inlinable
+    public func lastIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
+        try withContiguousStorageIfAvailable { elements in
+            for index in elements.indices.reversed() where try predicate(elements[index]) { return index }
+            return nil
+        } ?? nil
+    }
+
     /// Contiguous storage for an iterator of a ring that wraps (lock held): the array's own
     /// storage, relaid out in place, when nothing shares it (a tracked element's position is its
     /// slot, so the position index is rebuilt, as after growing); otherwise a contiguous copy for
@@ -185,5 +255,19 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
             return _storage
         }
         return _storage.contiguousCopy()
+    }
+}
+
+extension ObservableArray where Element: Equatable {
+    /// The index of the first element equal to `element`, or nil: one pass over a snapshot.
+    @inlinable
+    public func firstIndex(of element: Element) -> Int? {
+        firstIndex { $0 == element }
+    }
+
+    /// The index of the last element equal to `element`, or nil: one backward pass over a snapshot.
+    @inlinable
+    public func lastIndex(of element: Element) -> Int? {
+        lastIndex { $0 == element }
     }
 }

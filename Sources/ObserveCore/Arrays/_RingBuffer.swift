@@ -98,6 +98,36 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         return copy
     }
 
+    /// A contiguous copy (head 0, same capacity) whose elements are this buffer's own, copied
+    /// bitwise: it takes no reference of its own. Valid only while this buffer is alive and
+    /// unchanged (a snapshot the array does not write to). Before it is released it must
+    /// `forgetElements()`, or `adoptElements()` to own them, or receive them from this buffer's
+    /// `forgetElements()` (`ObservableArray.sort`).
+    @usableFromInline
+    func borrowingContiguousCopy() -> _RingBuffer<Element> {
+        let copy = _RingBuffer(capacity: capacity)
+        _forEachRun { start, length, index in
+            UnsafeMutableRawPointer(copy.base + index).copyMemory(from: base + start, byteCount: length * MemoryLayout<Element>.stride)
+        }
+        copy.count = count
+        return copy
+    }
+
+    /// Empties the buffer without releasing its elements (their references belong elsewhere).
+    @usableFromInline
+    func forgetElements() {
+        count = 0
+        head = 0
+    }
+
+    /// Takes a reference of its own to each element: a `borrowingContiguousCopy` becomes a copy.
+    @usableFromInline
+    func adoptElements() {
+        _forEachRun { start, length, _ in
+            for slot in start..<(start + length) { (base + slot).initialize(to: (base + slot).pointee) }
+        }
+    }
+
     /// Reorders the contents so that new[i] = old[permutation[i]], moving each element once.
     /// Every slot may change: a position index must be rebuilt afterwards.
     func permute(_ permutation: [Int]) {

@@ -1,0 +1,147 @@
+// The operations that read or rewrite many elements at once without one lock acquisition per
+// element: `sort` (a bitwise copy whose references change hands), a same-length
+// `replaceSubrange` when nobody observes (overwritten in place), and the reads that go through
+// one snapshot (`first`, `last`, `map`, `firstIndex`, `lastIndex`,
+// `withContiguousStorageIfAvailable`). Each must agree with `Array`, also when the ring wraps
+// around its allocation, and hold exactly one reference per element.
+
+@_spi(Testing) import ObserveCore
+import SeededRandom
+import Testing
+
+@Suite("ObservableArray: bulk and snapshot operations")
+struct BulkAndReadOperationTests {
+    /// An element that counts its deinits and notes whether the array was locked then.
+    final class Item {
+        let key: Int
+        let onDeinit: () -> Void
+        init(_ key: Int, onDeinit: @escaping () -> Void) {
+            self.key = key
+            self.onDeinit = onDeinit
+        }
+        deinit { onDeinit() }
+    }
+
+    struct Stop: Error {}
+
+    @Test("sort hands the array's references to the sorted copy: each element released once, with an iterator reading the old order, after a throwing comparator, after a start-over",
+          arguments: ObservationBackend.allCases)
+    func sortKeepsOneReferencePerElement(backend: ObservationBackend) throws {
+        var deinits = 0
+        var rng = SplitMix64(seed: 0x5047_0E1E)
+        let count = 300
+        var keys = Array(0..<count)
+        keys.shuffle(using: &rng)
+        do {
+            let array = ObservableArray<Item>(backend: backend)
+            for (n, key) in keys.enumerated() {
+                let item = Item(key) { deinits += 1 }
+                if n % 3 == 0 { array.insert(item, at: 0) } else { array.append(item) }   // the ring wraps
+            }
+            let ascending = Array(0..<count), descending = Array((0..<count).reversed())
+
+            array.sort { $0.key < $1.key }   // nothing else holds the storage: references move
+            #expect(array.map(\.key) == ascending)
+            #expect(deinits == 0)
+
+            var iterator: ObservableArray<Item>.Iterator? = array.makeIterator()   // shares the storage
+            array.sort { $0.key > $1.key }   // the copy takes references of its own
+            #expect(array.map(\.key) == descending)
+            var seen: [Int] = []
+            while let item = iterator!.next() { seen.append(item.key) }
+            #expect(seen == ascending, "the iterator's snapshot is untouched")
+            iterator = nil
+            #expect(deinits == 0)
+
+            #expect(throws: Stop.self) {
+                try array.sort { a, b in
+                    if a.key == count / 2 || b.key == count / 2 { throw Stop() }
+                    return a.key < b.key
+                }
+            }
+            #expect(array.map(\.key) == descending, "a throwing comparator changes nothing")
+
+            var appended = false
+            array.sort { a, b in
+                if !appended {
+                    appended = true
+                    array.append(Item(count) { deinits += 1 })   // the first attempt is not installed
+                }
+                return a.key < b.key
+            }
+            #expect(array.map(\.key) == Array(0...count))
+
+            let token = array.observe { _, _ in }   // observed: a permutation of the live storage
+            array.sort { $0.key > $1.key }
+            #expect(array.map(\.key) == Array((0...count).reversed()))
+            token.cancel()
+            #expect(deinits == 0)
+            withExtendedLifetime(iterator) {}
+        }
+        #expect(deinits == count + 1, "every element released exactly once with the array")
+    }
+
+    @Test("a same-length replaceSubrange nobody observes overwrites in place, across the ring's wrap, and releases the old elements after the lock",
+          arguments: ObservationBackend.allCases)
+    func sameLengthReplaceInPlace(backend: ObservationBackend) {
+        var deinits = 0, underLock = 0
+        let array = ObservableArray<Item>(backend: backend)
+        func item(_ key: Int) -> Item {
+            Item(key) { [unowned array] in
+                deinits += 1
+                if array._isLocked { underLock += 1 }   // an element's deinit may use the array
+            }
+        }
+        for key in 4..<8 { array.append(item(key)) }
+        for key in (0..<4).reversed() { array.insert(item(key), at: 0) }   // slots wrap around
+        var model = Array(0..<8)
+        array.replaceSubrange(2..<6, with: (12..<16).map(item))
+        model.replaceSubrange(2..<6, with: 12..<16)
+        #expect(array.map(\.key) == model)
+        #expect(deinits == 4 && underLock == 0, "\(underLock) of \(deinits) deinits ran under the lock")
+        array.replaceSubrange(0..<8, with: (20..<28).map(item))
+        #expect(array.map(\.key) == Array(20..<28) && deinits == 12 && underLock == 0)
+        // Observed, the same call reports one replace (and nothing for the same elements).
+        var changes: [ArrayChange<Item>] = []
+        let token = array.observe { _, change in changes.append(change) }
+        let same = Array(array[3..<5])
+        array.replaceSubrange(3..<5, with: same)
+        #expect(changes.isEmpty, "replacing elements with themselves reports nothing")
+        array.replaceSubrange(3..<5, with: [item(40), item(41)])
+        #expect(changes.count == 1 && changes[0].kind == .replace)
+        token.cancel()
+        array.removeAll()   // the elements' deinits read the array: they go while it lives
+        #expect(underLock == 0)
+    }
+
+    @Test("first, last, map, firstIndex, lastIndex and withContiguousStorageIfAvailable agree with Array's",
+          arguments: ObservationBackend.allCases)
+    func snapshotReadsAgreeWithArray(backend: ObservationBackend) {
+        let empty = ObservableArray<Int>(backend: backend)
+        #expect(empty.first == nil && empty.last == nil && empty.map { $0 }.isEmpty)
+        #expect(empty.firstIndex(where: { _ in true }) == nil && empty.lastIndex(of: 0) == nil)
+        #expect(empty.withContiguousStorageIfAvailable { $0.count } == 0)
+
+        let array = ObservableArray([5, 6, 7, 8, 9], backend: backend)
+        for value in [4, 3, 2, 1, 0] { array.insert(value, at: 0) }   // the ring wraps
+        array.append(contentsOf: [3, 1])
+        let model = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 1]
+        #expect(Array(array) == model)
+        #expect(array.first == model.first && array.last == model.last)
+        #expect(array.map { $0 * 2 } == model.map { $0 * 2 })
+        #expect(array.firstIndex(of: 3) == model.firstIndex(of: 3) && array.lastIndex(of: 3) == model.lastIndex(of: 3))
+        #expect(array.firstIndex(where: { $0 > 6 }) == 7 && array.lastIndex(where: { $0 > 6 }) == 9)
+        #expect(array.firstIndex(of: 42) == nil && array.lastIndex(where: { $0 > 100 }) == nil)
+        #expect(array.withContiguousStorageIfAvailable { Array($0) } == model)
+        #expect(ContiguousArray(array) == ContiguousArray(model), "generic copies read through the storage")
+
+        // A predicate that mutates the array still scans the contents it started with.
+        var calls = 0
+        let found = array.firstIndex { value in
+            calls += 1
+            if calls == 1 { array.removeAll() }
+            return value == 9
+        }
+        #expect(found == 9 && array.isEmpty)
+    }
+}
