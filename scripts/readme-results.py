@@ -81,6 +81,8 @@ def main():
                  ("array.unobserved-insert-middle", "ns per insert + remove at N/2"),
                  ("array.unobserved-subscript-set", "ns per set"),
                  ("array.iterate", "ns per element"),
+                 ("array.unobserved-sort", "ns per element, two sorts"),
+                 ("array.unobserved-reverse", "ns per element, two reverses"),
                  ("array.element-change-10", "ns per change, 10 observers"),
                  ("array.element-change-repeated", "per change of an element at many indices"),
                  ("array.mixed", "per tick")]

@@ -860,7 +860,7 @@ extension ObservableArray {
     /// - Complexity: O(n log n) comparisons, as `Array.sort`, plus one bitwise copy of the
     ///   elements (no reference counting: the copy holds the array's own references while it is
     ///   sorted, and they change hands when it replaces the contents).
-    @inlinable
+    @inlinable @inline(__always)
     public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
         while true {
             var (snapshot, quiet) = _sortingSnapshot()

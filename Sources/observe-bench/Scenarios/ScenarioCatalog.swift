@@ -13,6 +13,7 @@ enum ScenarioCatalog {
         "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
         "array.insert-front", "array.append-10k", "array.batch-100",
         "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
+        "array.unobserved-sort", "array.unobserved-reverse",
         "replication.batch-100",
         ArrayOpsScalingScenario.family,
     ]

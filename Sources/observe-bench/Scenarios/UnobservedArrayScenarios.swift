@@ -2,8 +2,9 @@
 import SeededRandom
 
 // What an `ObservableArray` costs when nobody observes it, against a plain Swift `Array` doing
-// the same thing: `array.unobserved-append`, `array.unobserved-subscript-set` and
-// `array.iterate`, each at every `--elements` size. The elements are `Int`s (no reference
+// the same thing: `array.unobserved-append`, `array.unobserved-insert-middle`,
+// `array.unobserved-subscript-set`, `array.iterate`, `array.unobserved-sort` and
+// `array.unobserved-reverse`, each at every `--elements` size. The elements are `Int`s (no reference
 // counting in either impl); the ObserveCore array takes its lock on every operation, the plain
 // array is a local variable the optimiser sees whole.
 
@@ -14,6 +15,8 @@ struct ArrayUnobservedScenario: ArrayScenario {
         case insertMiddle = "array.unobserved-insert-middle"
         case subscriptSet = "array.unobserved-subscript-set"
         case iterate = "array.iterate"
+        case sort = "array.unobserved-sort"
+        case reverse = "array.unobserved-reverse"
     }
 
     let operation: Operation
@@ -25,6 +28,8 @@ struct ArrayUnobservedScenario: ArrayScenario {
         case .insertMiddle: return "insert(x, at: N/2) then remove(at: N/2) on an array of N nobody observes (one op = both)"
         case .subscriptSet: return "array[i] = x at a pseudo-random i of an array of N that nobody observes"
         case .iterate: return "for-in over an array of N that nobody observes (per element)"
+        case .sort: return "sort(by: >) then sort(by: <) of an array of N that nobody observes (per element)"
+        case .reverse: return "reverse() twice on an array of N that nobody observes (per element)"
         }
     }
     var unit: String { operation == .subscriptSet || operation == .insertMiddle ? "ns per op" : "ns per element" }
@@ -45,6 +50,14 @@ struct ArrayUnobservedScenario: ArrayScenario {
                     + "the contents is checked."]
         case .iterate:
             return ["one op = one pass over all N elements (figures per element); the sum is checked."]
+        case .sort:
+            return ["one op = two sorts of all N elements, each of input in the opposite order (the standard "
+                    + "library's sort finds one descending run and reverses it: O(N) comparisons), so the figure is "
+                    + "mostly what ObservableArray adds around Array's algorithm (its lock, one bitwise copy, the "
+                    + "install); figures per element; the contents are checked."]
+        case .reverse:
+            return ["one op = two reverse() calls (the order comes back); figures per element; the contents are "
+                    + "checked."]
         }
     }
 
@@ -102,6 +115,48 @@ struct ArrayUnobservedScenario: ArrayScenario {
             return iterationFixture(ObservableArray(0..<n, backend: .c), expectedSum: expectedSum, label: label)
         case (.iterate, .plain):
             return iterationFixture(Array(0..<n), expectedSum: expectedSum, label: label)
+
+        case (.sort, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    array.sort(by: >)
+                    array.sort(by: <)
+                }
+            }, tearDown: {
+                Array(array) == Array(0..<n) ? nil : "\(label): contents changed"
+            }, itemsPerOp: n)
+        case (.sort, .plain):
+            var array = Array(0..<n)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    array.sort(by: >)
+                    array.sort(by: <)
+                }
+            }, tearDown: {
+                array == Array(0..<n) ? nil : "\(label): contents changed"
+            }, itemsPerOp: n)
+
+        case (.reverse, .c):
+            let array = ObservableArray(0..<n, backend: .c)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    array.reverse()
+                    array.reverse()
+                }
+            }, tearDown: {
+                Array(array) == Array(0..<n) ? nil : "\(label): contents changed"
+            }, itemsPerOp: n)
+        case (.reverse, .plain):
+            var array = Array(0..<n)
+            return Fixture(runBatch: { count in
+                for _ in 0..<count {
+                    array.reverse()
+                    array.reverse()
+                }
+            }, tearDown: {
+                array == Array(0..<n) ? nil : "\(label): contents changed"
+            }, itemsPerOp: n)
 
         default:
             preconditionFailure("\(impl) does not apply to \(name)")
