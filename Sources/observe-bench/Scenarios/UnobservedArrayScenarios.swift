@@ -116,6 +116,9 @@ struct ArrayUnobservedScenario: ArrayScenario {
         case (.iterate, .plain):
             return iterationFixture(Array(0..<n), expectedSum: expectedSum, label: label)
 
+        // The sort and reverse fixtures are written out for each impl, not shared through a helper
+        // taking closures: a plain array captured by an escaping closure lost the inlining of its
+        // comparator (5.6 ns per element instead of 1.3), which would have flattered the ratio.
         case (.sort, .c):
             let array = ObservableArray(0..<n, backend: .c)
             return Fixture(runBatch: { count in
