@@ -110,7 +110,10 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
                 batch.composer.insert(at: position, count: 1)
                 return nil
             }
-            guard _mustRecord else { return nil }
+            guard _mustRecord else {
+                _keepUntilUnlocked(old)   // its deinit may use the array
+                return nil
+            }
             return _pending(.replace, removed: .values([old]), oldCount: _storage.count) { runs in
                 runs.append(_ArrayRun(.remove, start: position, length: 1))
                 runs.append(_ArrayRun(.insert, start: position, length: 1))
@@ -186,35 +189,35 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         return Iterator(_storage: _storage)
     }
 
-    /// Calls `body` with the contents as they are now, contiguous (a snapshot, as an iterator
-    /// reads: later mutations do not affect it). `Array(array)`, `append(contentsOf: array)` and
-    /// other generic algorithms copy or scan the elements through it instead of one subscript
-    /// (one lock acquisition) per element.
-    ///
-    /// ```swift
-    /// let total = scores.withContiguousStorageIfAvailable { $0.reduce(0, +) }
-    /// ```
+    /// Calls `body` with the contents as they are now, contiguous: a snapshot, as an iterator
+    /// reads (later mutations do not affect it). Not `withContiguousStorageIfAvailable`: `Slice`
+    /// forwards that to its base and cuts the buffer at the slice's bounds unchecked, and a
+    /// slice's bounds were fixed when it was made, so a slice the array has since outgrown would
+    /// read past the snapshot instead of trapping in the subscript (a review found it).
     @inlinable
-    public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R? {
+    internal func _withSnapshotBuffer<R, E: Error>(_ body: (UnsafeBufferPointer<Element>) throws(E) -> R) throws(E) -> R {
         let iterator = makeIterator()
         defer { iterator._storage.readerDone() }
-        return try withExtendedLifetime(iterator) {
+        return try withExtendedLifetime(iterator) { () throws(E) -> R in
             try body(UnsafeBufferPointer(start: iterator._next, count: iterator._end - iterator._next))
         }
     }
 
     /// An array of `transform` applied to each element of a snapshot of the contents (one lock
     /// acquisition, not one per element as `Collection`'s default `map` takes).
+    ///
+    /// ```swift
+    /// let names = students.map(\.name)
+    /// ```
     @inlinable
-    public func map<T>(_ transform: (Element) throws -> T) rethrows -> [T] {
-        try withContiguousStorageIfAvailable { elements in
-            try [T](unsafeUninitializedCapacity: elements.count) { result, initialized in
-                for index in elements.indices {
-                    (result.baseAddress.unsafelyUnwrapped + index).initialize(to: try transform(elements[index]))
-                    initialized = index &+ 1
-                }
-            }
-        }.unsafelyUnwrapped
+    public func map<T, E: Error>(_ transform: (Element) throws(E) -> T) throws(E) -> [T] {
+        try _withSnapshotBuffer { (elements) throws(E) -> [T] in
+            if elements.isEmpty { return [] }   // never writes the shared empty array
+            var result: [T] = []
+            result.reserveCapacity(elements.count)
+            for element in elements { result.append(try transform(element)) }
+            return result
+        }
     }
 
     /// The index of the first element that satisfies `predicate`, or nil: one pass over a
@@ -235,10 +238,13 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// snapshot of the contents.
     @inlinable
     public func lastIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
-        try withContiguousStorageIfAvailable { elements in
+        let iterator = makeIterator()
+        defer { iterator._storage.readerDone() }
+        return try withExtendedLifetime(iterator) {
+            let elements = UnsafeBufferPointer(start: iterator._next, count: iterator._end - iterator._next)
             for index in elements.indices.reversed() where try predicate(elements[index]) { return index }
             return nil
-        } ?? nil
+        }
     }
 
     /// Contiguous storage for an iterator of a ring that wraps (lock held): the array's own

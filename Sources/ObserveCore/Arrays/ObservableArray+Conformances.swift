@@ -27,11 +27,9 @@ extension ObservableArray: Equatable where Element: Equatable {
     public static func == (lhs: ObservableArray<Element>, rhs: ObservableArray<Element>) -> Bool {
         if lhs === rhs { return true }
         // Snapshots, taken one lock at a time: comparing never holds two arrays' locks.
-        return lhs.withContiguousStorageIfAvailable { left in
-            rhs.withContiguousStorageIfAvailable { right in
-                left.count == right.count && left.elementsEqual(right)
-            }.unsafelyUnwrapped
-        }.unsafelyUnwrapped
+        return lhs._withSnapshotBuffer { left in
+            rhs._withSnapshotBuffer { right in left.count == right.count && left.elementsEqual(right) }
+        }
     }
 }
 

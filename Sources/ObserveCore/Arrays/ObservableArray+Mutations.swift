@@ -157,13 +157,20 @@ extension ObservableArray {
         var removed = ContiguousArray<Element>()
         guard k > 0 else { return removed }
         _withTracker { $0.leave(indices: range, ring: $1) }
-        if capture { removed.reserveCapacity(k) }
+        // Uncaptured elements holding references are released after the lock as well (their
+        // deinit may use the array): taken out like captured ones, then handed over.
+        let keep = capture || !_isPOD(Element.self)
+        if keep { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)
-            if capture { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
+            if keep { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
         }
         Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
             $0.closeGap(range) { _shift(from: $0, to: $1, count: $2) }
+        }
+        if !capture {
+            _keepUntilUnlocked(removed)
+            return []
         }
         return removed
     }
@@ -586,6 +593,7 @@ extension ObservableArray {
         guard _storage === snapshot else {
             let current = _storage
             _lock.unlock()
+            _releaseAfterUnlocking(snapshot)   // as in `_applySortPermutation`: never under the lock
             return current
         }
         _ = consume snapshot   // the storage is unique again, unless an iterator shares it
@@ -676,7 +684,7 @@ extension ObservableArray {
                 if _mustRecord { olds.reserveCapacity(new.count) }
                 for (offset, element) in new.enumerated() {
                     let old = _replaceElement(at: bounds.lowerBound + offset, with: element)
-                    if _mustRecord { olds.append(old) }
+                    if _mustRecord { olds.append(old) } else { _keepUntilUnlocked(old) }
                 }
                 removed = olds
             } else {
@@ -859,20 +867,26 @@ extension ObservableArray {
     /// ```
     /// - Complexity: O(n log n) comparisons, as `Array.sort`, plus one bitwise copy of the
     ///   elements (no reference counting: the copy holds the array's own references while it is
-    ///   sorted, and they change hands when it replaces the contents).
+    ///   sorted, and they change hands when it replaces the contents). Elements that cannot be
+    ///   moved bitwise (an Objective-C weak reference inside, a C++ value) are copied instead.
     @inlinable @inline(__always)
     public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
+        // A bitwise copy whose references change hands is a bitwise move: only for types that
+        // allow one (all native Swift types; not a struct holding an Objective-C weak reference,
+        // whose address the runtime registers).
+        let borrows = _isBitwiseTakable(Element.self)
         while true {
             var (snapshot, quiet) = _sortingSnapshot()
             // `snapshot` owns the elements and keeps them alive and unchanged while the comparator
             // runs (the array copies shared storage before writing to it), so the copy borrows them.
-            let copy = snapshot.unsafelyUnwrapped.borrowingContiguousCopy()
+            let copy = borrows ? snapshot.unsafelyUnwrapped.borrowingContiguousCopy()
+                               : snapshot.unsafelyUnwrapped.contiguousCopy()
             var installed = false
-            defer { if !installed { copy.forgetElements() } }
+            defer { if !installed && borrows { copy.forgetElements() } }
             var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
             if quiet {
                 try elements.sort(by: areInIncreasingOrder)
-                installed = _installSorted(copy, replacing: &snapshot)
+                installed = _installSorted(copy, replacing: &snapshot, borrowed: borrows)
                 if installed { return }
             } else {
                 var permutation = Array(0..<elements.count)
@@ -883,17 +897,20 @@ extension ObservableArray {
     }
 
     /// The storage to sort a copy of, and whether nobody observes the array (no change to report).
+    /// Joins this thread's transaction first, as every mutation does.
     @usableFromInline
     internal func _sortingSnapshot() -> (_RingBuffer<Element>?, quiet: Bool) {
-        _lock.withLock { (_storage, _isQuiet) }
+        _joinTransaction()
+        return _lock.withLock { (_storage, _isQuiet) }
     }
 
-    /// Makes `sorted`, a `borrowingContiguousCopy` of `snapshot`, the storage if the array is
-    /// still `snapshot` and still unobserved; false (nothing done) otherwise. The references move
-    /// from the old storage to `sorted` when nothing else holds the old storage; when something
-    /// does (an iterator's snapshot), `sorted` takes references of its own.
+    /// Makes `sorted`, a copy of `snapshot`, the storage if the array is still `snapshot` and still
+    /// unobserved; false (nothing done) otherwise. A `borrowed` copy (`borrowingContiguousCopy`)
+    /// takes the old storage's references when nothing else holds the old storage, and references
+    /// of its own when something does (an iterator's snapshot).
     @usableFromInline
-    internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: inout _RingBuffer<Element>?) -> Bool {
+    internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: inout _RingBuffer<Element>?,
+                                 borrowed: Bool) -> Bool {
         _lock.lock()
         guard _storage === snapshot, _isQuiet else {
             _lock.unlock()
@@ -901,7 +918,9 @@ extension ObservableArray {
         }
         snapshot = nil   // the caller's reference: gone, so that uniqueness tells
         _reclaimStorageFromSpareBox()
-        if isKnownUniquelyReferenced(&_storage) {
+        if !borrowed {
+            // A copy with references of its own: the old storage releases its own.
+        } else if isKnownUniquelyReferenced(&_storage) {
             _storage.writerFoundUnique()
             _storage.forgetElements()
         } else {
@@ -921,6 +940,10 @@ extension ObservableArray {
         _lock.lock()
         guard _storage === snapshot else {
             _lock.unlock()
+            // A consuming parameter may be released at its last use: after the unlock, because a
+            // stale snapshot can hold the last references to elements removed meanwhile, whose
+            // deinit may use the array.
+            _releaseAfterUnlocking(snapshot)
             return false
         }
         snapshot = nil   // drop the extra reference so the storage is unique again

@@ -159,6 +159,24 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
         if let given { _releaseAfterUnlock.append(given) }
     }
 
+    /// Keeps elements a mutation took out and reports to nobody until the lock is dropped
+    /// (`_releaseAfterUnlock`): an element's deinit may use the array, whose lock is not
+    /// reentrant. Nothing to keep for elements that hold no references. Lock held.
+    internal func _keepUntilUnlocked(_ elements: consuming ContiguousArray<Element>) {
+        if _isPOD(Element.self) || elements.isEmpty { return }
+        _releaseAfterUnlock.append(_ElementsReleasedAfterUnlock(elements))
+    }
+
+    /// `_keepUntilUnlocked` of one element (an object is kept as itself: no allocation).
+    internal func _keepUntilUnlocked(_ element: consuming Element) {
+        if _isPOD(Element.self) { return }
+        if Element.self is AnyObject.Type {
+            _releaseAfterUnlock.append(unsafeBitCast(element, to: AnyObject.self))
+        } else {
+            _releaseAfterUnlock.append(_ElementsReleasedAfterUnlock([element]))
+        }
+    }
+
     /// What the lock holder gave up and must release after unlocking (`_releaseAfterUnlock`), or
     /// nil; call it just before `unlock()` and let the result go after it. Lock held.
     @inline(__always)
@@ -247,4 +265,11 @@ internal func _address(of object: AnyObject) -> UInt {
 @inline(__always)
 internal func _isOnlyReference(_ address: UInt) -> Bool {
     swift_isUniquelyReferenced_nonNull_native(UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped)
+}
+
+/// Elements a mutation took out without reporting them, held in `_releaseAfterUnlock` so that
+/// they are released after the array's lock is dropped.
+internal final class _ElementsReleasedAfterUnlock<Element> {
+    let elements: ContiguousArray<Element>
+    init(_ elements: consuming ContiguousArray<Element>) { self.elements = elements }
 }

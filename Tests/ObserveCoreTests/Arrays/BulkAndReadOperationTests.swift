@@ -1,9 +1,9 @@
 // The operations that read or rewrite many elements at once without one lock acquisition per
 // element: `sort` (a bitwise copy whose references change hands), a same-length
-// `replaceSubrange` when nobody observes (overwritten in place), and the reads that go through
-// one snapshot (`first`, `last`, `map`, `firstIndex`, `lastIndex`,
-// `withContiguousStorageIfAvailable`). Each must agree with `Array`, also when the ring wraps
-// around its allocation, and hold exactly one reference per element.
+// `replaceSubrange` when nobody observes (overwritten in place), `removeAll(where:)`, and the
+// reads that go through one snapshot (`first`, `last`, `map`, `firstIndex`, `lastIndex`, `==`).
+// Each must agree with `Array`, also when the ring wraps around its allocation, hold exactly one
+// reference per element, and never release an element under the array's lock.
 
 @_spi(Testing) import ObserveCore
 import SeededRandom
@@ -114,13 +114,13 @@ struct BulkAndReadOperationTests {
         #expect(underLock == 0)
     }
 
-    @Test("first, last, map, firstIndex, lastIndex and withContiguousStorageIfAvailable agree with Array's",
-          arguments: ObservationBackend.allCases)
+    @Test("first, last, map, firstIndex, lastIndex and == agree with Array's", arguments: ObservationBackend.allCases)
     func snapshotReadsAgreeWithArray(backend: ObservationBackend) {
         let empty = ObservableArray<Int>(backend: backend)
         #expect(empty.first == nil && empty.last == nil && empty.map { $0 }.isEmpty)
         #expect(empty.firstIndex(where: { _ in true }) == nil && empty.lastIndex(of: 0) == nil)
-        #expect(empty.withContiguousStorageIfAvailable { $0.count } == 0)
+        #expect(empty.withContiguousStorageIfAvailable { _ in 0 } == nil,
+                "no contiguous storage: Slice would cut it at bounds the array may have outgrown")
 
         let array = ObservableArray([5, 6, 7, 8, 9], backend: backend)
         for value in [4, 3, 2, 1, 0] { array.insert(value, at: 0) }   // the ring wraps
@@ -132,8 +132,7 @@ struct BulkAndReadOperationTests {
         #expect(array.firstIndex(of: 3) == model.firstIndex(of: 3) && array.lastIndex(of: 3) == model.lastIndex(of: 3))
         #expect(array.firstIndex(where: { $0 > 6 }) == 7 && array.lastIndex(where: { $0 > 6 }) == 9)
         #expect(array.firstIndex(of: 42) == nil && array.lastIndex(where: { $0 > 100 }) == nil)
-        #expect(array.withContiguousStorageIfAvailable { Array($0) } == model)
-        #expect(ContiguousArray(array) == ContiguousArray(model), "generic copies read through the storage")
+        #expect(array == ObservableArray(model, backend: .swift) && array != ObservableArray(model.dropLast(), backend: backend))
 
         // A predicate that mutates the array still scans the contents it started with.
         var calls = 0
@@ -143,5 +142,66 @@ struct BulkAndReadOperationTests {
             return value == 9
         }
         #expect(found == 9 && array.isEmpty)
+    }
+
+    @Test("a slice the array has outgrown traps in the subscript when read, rather than reading past the contents")
+    func staleSliceTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let array = ObservableArray([1, 2, 3, 4, 5], backend: .c)
+            let tail = array[2..<5]
+            array.removeAll()
+            _ = Array(tail)
+        }
+        let message = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(message.contains("out of"), "\(message)")
+    }
+
+    @Test("a decision taken again releases the stale snapshot's elements after the lock: removeAll(where:) and sort, observed or not",
+          arguments: ObservationBackend.allCases)
+    func retriesReleaseOutsideTheLock(backend: ObservationBackend) {
+        for observed in [false, true] {
+            var deinits = 0, underLock = 0
+            let array = ObservableArray<Item>(backend: backend)
+            func item(_ key: Int) -> Item {
+                Item(key) { [unowned array] in
+                    deinits += 1
+                    if array._isLocked { underLock += 1 }   // an element's deinit may use the array
+                }
+            }
+            for key in [5, 3, 9, 1, 7] { array.append(item(key)) }
+            let token = observed ? array.observe { _, _ in } : nil
+            // The removed element's last reference is the decision's snapshot: the retry drops it.
+            var first = true
+            array.removeAll { element in
+                if first { first = false; array.remove(at: 0) }
+                return element.key == 9
+            }
+            #expect(array.map(\.key) == [3, 1, 7], "observed \(observed)")
+            #expect(deinits == 2 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits under the lock")
+            first = true
+            array.sort { a, b in
+                if first { first = false; array.remove(at: 0) }   // the first attempt is not installed
+                return a.key < b.key
+            }
+            #expect(array.map(\.key) == [1, 7], "observed \(observed)")
+            #expect(deinits == 3 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits under the lock")
+            token?.cancel()
+            array.removeAll()
+            #expect(deinits == 5 && underLock == 0)
+        }
+    }
+
+    @Test("an observed same-length replaceSubrange with equal values reports nothing; with other values, one replace",
+          arguments: ObservationBackend.allCases)
+    func equalValuesReplaceNothing(backend: ObservationBackend) {
+        let array = ObservableArray(["a", "b", "c", "d"], backend: backend)
+        array.insert("z", at: 0)   // the ring wraps
+        var changes: [ArrayChange<String>] = []
+        let token = array.observe { _, change in changes.append(change) }
+        array.replaceSubrange(1..<4, with: ["a", "b", "c"])
+        #expect(changes.isEmpty, "equal values: nothing changed")
+        array.replaceSubrange(1..<4, with: ["a", "x", "c"])
+        #expect(changes.count == 1 && changes[0].kind == .replace && Array(array) == ["z", "a", "x", "c", "d"])
+        token.cancel()
     }
 }

@@ -640,7 +640,7 @@ struct ElementObservationTests {
         withExtendedLifetime(pinned) {}
     }
 
-    @Test("removeAll releases the elements after dropping the array's lock, observed or not",
+    @Test("removals and replacements release the elements after dropping the array's lock, observed or not",
           arguments: ObservationBackend.allCases)
     func removeAllReleasesOutsideTheLock(backend: ObservationBackend) {
         final class Probe {
@@ -660,6 +660,29 @@ struct ElementObservationTests {
             let token = observed ? array.observe { _, _ in } : nil
             array.removeAll()
             #expect(deinits == 3 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits ran under the lock")
+            // Every other way an element leaves: removals of several, a replace that changes the
+            // length, a replace through the subscript's general path (the storage shared).
+            func probe() -> Probe {
+                Probe { [unowned array] in
+                    deinits += 1
+                    if array._isLocked { underLock += 1 }
+                }
+            }
+            for _ in 0..<9 { array.append(probe()) }
+            array.removeLast(2)
+            array.removeFirst(2)
+            array.removeSubrange(1..<2)
+            array.replaceSubrange(0..<2, with: [probe()])
+            array.removeAll { _ in true }
+            for _ in 0..<2 { array.append(probe()) }
+            do {
+                let iterator = array.makeIterator()   // shares the storage: the setter's general path
+                array[0] = probe()
+                withExtendedLifetime(iterator) {}
+            }
+            array.removeAll()
+            #expect(underLock == 0 && deinits == 3 + 13,
+                    "observed \(observed): \(underLock) of \(deinits) deinits ran under the lock")
             token?.cancel()
         }
     }

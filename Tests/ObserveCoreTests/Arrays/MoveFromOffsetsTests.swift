@@ -43,7 +43,8 @@ struct MoveFromOffsetsTests {
         // duplicate records through the moves.
         let pool = (0..<90).map { Student(backend, "s\($0)") }
         for count in [6, 70, 300] {
-            let array = ObservableArray((0..<count).map { pool[$0 % pool.count] }, backend: backend)
+            let array = ObservableArray((3..<count).map { pool[$0 % pool.count] }, backend: backend)
+            for k in (0..<3).reversed() { array.insert(pool[k], at: 0) }   // the ring wraps around its allocation
             var changes: [ArrayChange<Student>] = []
             let token = array.observe(elementKeyPaths: [\Student.grade]) { _, change in changes.append(change) }
             for round in 0..<150 {
