@@ -87,6 +87,15 @@ struct TransactionTests {
         }
         #expect(kinds == [.batch])
         #expect(replica.map(\.name) == array.map(\.name))
+        // A sort and a move of offsets join the transaction too (the sort did not).
+        kinds.removeAll()
+        ObservationRuntime.transaction {
+            array.sort { $0.name > $1.name }
+            array.move(fromOffsets: [0], toOffset: 2)
+            array.removeAll { $0.name == "Nobody" }
+        }
+        #expect(kinds == [.batch])
+        #expect(replica.map(\.name) == array.map(\.name) && replica.map(\.name) == ["Ada", "Alan"])
         token.cancel()
     }
 
