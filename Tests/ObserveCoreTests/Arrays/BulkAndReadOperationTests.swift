@@ -144,7 +144,7 @@ struct BulkAndReadOperationTests {
         #expect(found == 9 && array.isEmpty)
     }
 
-    @Test("a slice the array has outgrown traps in the subscript when read, rather than reading past the contents")
+    @Test("a slice the array has outgrown traps when read, rather than reading past the contents")
     func staleSliceTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let array = ObservableArray([1, 2, 3, 4, 5], backend: .c)
@@ -152,8 +152,13 @@ struct BulkAndReadOperationTests {
             array.removeAll()
             _ = Array(tail)
         }
+        #if DEBUG
+        // Release builds trap in the standard library's copy, whose check carries no message there.
         let message = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
         #expect(message.contains("out of"), "\(message)")
+        #else
+        _ = result
+        #endif
     }
 
     @Test("a decision taken again releases the stale snapshot's elements after the lock: removeAll(where:) and sort, observed or not",
