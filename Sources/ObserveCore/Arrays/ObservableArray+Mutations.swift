@@ -158,12 +158,20 @@ extension ObservableArray {
         guard k > 0 else { return removed }
         _withTracker { $0.leave(indices: range, ring: $1) }
         // Uncaptured elements holding references are released after the lock as well (their
-        // deinit may use the array): taken out like captured ones, then handed over.
-        let keep = capture || !_isPOD(Element.self)
+        // deinit may use the array): objects go to `_releaseAfterUnlock` as themselves, other
+        // values are taken out like captured ones and handed over in one box.
+        let isObject = !capture && Element.self is AnyObject.Type
+        let keep = capture || (!_isPOD(Element.self) && !isObject)
         if keep { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)
-            if keep { removed.append(pointer.move()) } else { pointer.deinitialize(count: 1) }
+            if keep {
+                removed.append(pointer.move())
+            } else if isObject {
+                _releaseAfterUnlock.append(unsafeBitCast(pointer.move(), to: AnyObject.self))
+            } else {
+                pointer.deinitialize(count: 1)
+            }
         }
         Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
             $0.closeGap(range) { _shift(from: $0, to: $1, count: $2) }
