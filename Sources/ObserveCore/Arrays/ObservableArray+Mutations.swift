@@ -879,46 +879,54 @@ extension ObservableArray {
     ///   moved bitwise (an Objective-C weak reference inside, a C++ value) are copied instead.
     @inlinable @inline(__always)
     public func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
-        // A bitwise copy whose references change hands is a bitwise move: only for types that
-        // allow one (all native Swift types; not a struct holding an Objective-C weak reference,
-        // whose address the runtime registers).
-        let borrows = _isBitwiseTakable(Element.self)
         while true {
-            var (snapshot, quiet) = _sortingSnapshot()
-            // `snapshot` owns the elements and keeps them alive and unchanged while the comparator
-            // runs (the array copies shared storage before writing to it), so the copy borrows them.
-            let copy = borrows ? snapshot.unsafelyUnwrapped.borrowingContiguousCopy()
-                               : snapshot.unsafelyUnwrapped.contiguousCopy()
+            var (snapshot, copy, quiet) = _sortingCopy()
             var installed = false
-            defer { if !installed && borrows { copy.forgetElements() } }
-            var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
+            defer { if !installed { copy.forgetBorrowedElements() } }
             if quiet {
+                // The only part inlined with the comparator: what `Array.sort` does.
+                var elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
                 try elements.sort(by: areInIncreasingOrder)
-                installed = _installSorted(copy, replacing: &snapshot, borrowed: borrows)
+                installed = _installSorted(copy, replacing: &snapshot)
                 if installed { return }
-            } else {
-                var permutation = Array(0..<elements.count)
-                try permutation.sort { try areInIncreasingOrder(elements[$0], elements[$1]) }
-                if _applySortPermutation(permutation, replacing: snapshot.take()) { return }
+            } else if try _sortObserved(copy, by: areInIncreasingOrder, replacing: snapshot.take()) {
+                return
             }
         }
     }
 
-    /// The storage to sort a copy of, and whether nobody observes the array (no change to report).
-    /// Joins this thread's transaction first, as every mutation does.
+    /// The storage to sort a copy of, the copy, and whether nobody observes the array (no change
+    /// to report). Joins this thread's transaction first, as every mutation does. The copy
+    /// borrows the snapshot's references (bitwise) when the element type allows a bitwise move —
+    /// all native Swift types; not a struct holding an Objective-C weak reference, whose address
+    /// the runtime registers — and owns copies otherwise (`_RingBuffer.borrowsElements`).
     @usableFromInline
-    internal func _sortingSnapshot() -> (_RingBuffer<Element>?, quiet: Bool) {
+    internal func _sortingCopy() -> (_RingBuffer<Element>?, copy: _RingBuffer<Element>, quiet: Bool) {
         _joinTransaction()
-        return _lock.withLock { (_storage, _isQuiet) }
+        let (snapshot, quiet) = _lock.withLock { (_storage, _isQuiet) }
+        let copy = _isBitwiseTakable(Element.self) ? snapshot.borrowingContiguousCopy() : snapshot.contiguousCopy()
+        return (snapshot, copy, quiet)
+    }
+
+    /// `sort` when someone observes: sorts positions by the elements of `copy`, then applies the
+    /// permutation and reports it, unless the array is no longer `snapshot` (false). Not inlined:
+    /// the comparator stays specialised in the unobserved path, where it is the whole cost; here
+    /// reporting a move per element that changed place costs more than the calls.
+    @usableFromInline
+    internal func _sortObserved(_ copy: _RingBuffer<Element>, by areInIncreasingOrder: (Element, Element) throws -> Bool,
+                                replacing snapshot: consuming _RingBuffer<Element>?) rethrows -> Bool {
+        let elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
+        var permutation = Array(0..<elements.count)
+        try permutation.sort { try areInIncreasingOrder(elements[$0], elements[$1]) }
+        return _applySortPermutation(permutation, replacing: snapshot)
     }
 
     /// Makes `sorted`, a copy of `snapshot`, the storage if the array is still `snapshot` and still
-    /// unobserved; false (nothing done) otherwise. A `borrowed` copy (`borrowingContiguousCopy`)
-    /// takes the old storage's references when nothing else holds the old storage, and references
-    /// of its own when something does (an iterator's snapshot).
+    /// unobserved; false (nothing done) otherwise. A copy that borrows its elements
+    /// (`borrowingContiguousCopy`) takes the old storage's references when nothing else holds the
+    /// old storage, and references of its own when something does (an iterator's snapshot).
     @usableFromInline
-    internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: inout _RingBuffer<Element>?,
-                                 borrowed: Bool) -> Bool {
+    internal func _installSorted(_ sorted: _RingBuffer<Element>, replacing snapshot: inout _RingBuffer<Element>?) -> Bool {
         _lock.lock()
         guard _storage === snapshot, _isQuiet else {
             _lock.unlock()
@@ -926,11 +934,12 @@ extension ObservableArray {
         }
         snapshot = nil   // the caller's reference: gone, so that uniqueness tells
         _reclaimStorageFromSpareBox()
-        if !borrowed {
+        if !sorted.borrowsElements {
             // A copy with references of its own: the old storage releases its own.
         } else if isKnownUniquelyReferenced(&_storage) {
             _storage.writerFoundUnique()
             _storage.forgetElements()
+            sorted.borrowsElements = false
         } else {
             sorted.adoptElements()
         }

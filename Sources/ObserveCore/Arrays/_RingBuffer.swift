@@ -19,6 +19,9 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) private(set) var capacity: Int
     @usableFromInline @exclusivity(unchecked) var head: Int = 0
     @usableFromInline @exclusivity(unchecked) var count: Int = 0
+    /// A `borrowingContiguousCopy` whose elements are still another buffer's references: it
+    /// must not release them (see there).
+    @usableFromInline @exclusivity(unchecked) var borrowsElements = false
     /// Whether this is a thread-sanitized build, whose readers and writers of a shared buffer
     /// annotate their hand-off (`_CopyOnWriteHandoff`). False otherwise: then `readerDone()` and
     /// `writerFoundUnique()` cost a load of this field and a branch never taken.
@@ -31,6 +34,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
     }
 
     deinit {
+        assert(!borrowsElements || count == 0, "_RingBuffer: a borrowing copy released with its borrowed elements")
         writerFoundUnique()   // the last reference is gone: freeing writes what readers read
         _forEachRun { start, length, _ in (base + start).deinitialize(count: length) }
         base.deallocate()
@@ -110,6 +114,7 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
             UnsafeMutableRawPointer(copy.base + index).copyMemory(from: base + start, byteCount: length * MemoryLayout<Element>.stride)
         }
         copy.count = count
+        copy.borrowsElements = true
         return copy
     }
 
@@ -120,12 +125,20 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         head = 0
     }
 
+    /// `forgetElements()` when this is a `borrowingContiguousCopy` that has not taken
+    /// references of its own; nothing otherwise (a copy owning its elements releases them).
+    @usableFromInline
+    func forgetBorrowedElements() {
+        if borrowsElements { forgetElements() }
+    }
+
     /// Takes a reference of its own to each element: a `borrowingContiguousCopy` becomes a copy.
     @usableFromInline
     func adoptElements() {
         _forEachRun { start, length, _ in
             for slot in start..<(start + length) { (base + slot).initialize(to: (base + slot).pointee) }
         }
+        borrowsElements = false
     }
 
     /// Reorders the contents so that new[i] = old[permutation[i]], moving each element once.
