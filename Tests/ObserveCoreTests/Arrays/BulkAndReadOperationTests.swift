@@ -24,6 +24,18 @@ struct BulkAndReadOperationTests {
 
     struct Stop: Error {}
 
+    /// Makes items for `array` and counts their deinits, and those that ran while the array was
+    /// locked (an element's deinit may use the array, whose lock is not reentrant).
+    final class DeinitWatch {
+        var deinits = 0, underLock = 0
+        func item(_ key: Int, of array: ObservableArray<Item>) -> Item {
+            Item(key) { [unowned array] in
+                self.deinits += 1
+                if array._isLocked { self.underLock += 1 }
+            }
+        }
+    }
+
     @Test("sort hands the array's references to the sorted copy: each element released once, with an iterator reading the old order, after a throwing comparator, after a start-over",
           arguments: ObservationBackend.allCases)
     func sortKeepsOneReferencePerElement(backend: ObservationBackend) throws {
@@ -84,23 +96,18 @@ struct BulkAndReadOperationTests {
     @Test("a same-length replaceSubrange nobody observes overwrites in place, across the ring's wrap, and releases the old elements after the lock",
           arguments: ObservationBackend.allCases)
     func sameLengthReplaceInPlace(backend: ObservationBackend) {
-        var deinits = 0, underLock = 0
+        let watch = DeinitWatch()
         let array = ObservableArray<Item>(backend: backend)
-        func item(_ key: Int) -> Item {
-            Item(key) { [unowned array] in
-                deinits += 1
-                if array._isLocked { underLock += 1 }   // an element's deinit may use the array
-            }
-        }
+        func item(_ key: Int) -> Item { watch.item(key, of: array) }
         for key in 4..<8 { array.append(item(key)) }
         for key in (0..<4).reversed() { array.insert(item(key), at: 0) }   // slots wrap around
         var model = Array(0..<8)
         array.replaceSubrange(2..<6, with: (12..<16).map(item))
         model.replaceSubrange(2..<6, with: 12..<16)
         #expect(array.map(\.key) == model)
-        #expect(deinits == 4 && underLock == 0, "\(underLock) of \(deinits) deinits ran under the lock")
+        #expect(watch.deinits == 4 && watch.underLock == 0, "\(watch.underLock) of \(watch.deinits) deinits ran under the lock")
         array.replaceSubrange(0..<8, with: (20..<28).map(item))
-        #expect(array.map(\.key) == Array(20..<28) && deinits == 12 && underLock == 0)
+        #expect(array.map(\.key) == Array(20..<28) && watch.deinits == 12 && watch.underLock == 0)
         // Observed, the same call reports one replace (and nothing for the same elements).
         var changes: [ArrayChange<Item>] = []
         let token = array.observe { _, change in changes.append(change) }
@@ -111,7 +118,7 @@ struct BulkAndReadOperationTests {
         #expect(changes.count == 1 && changes[0].kind == .replace)
         token.cancel()
         array.removeAll()   // the elements' deinits read the array: they go while it lives
-        #expect(underLock == 0)
+        #expect(watch.underLock == 0)
     }
 
     @Test("first, last, map, firstIndex, lastIndex and == agree with Array's", arguments: ObservationBackend.allCases)
@@ -165,14 +172,9 @@ struct BulkAndReadOperationTests {
           arguments: ObservationBackend.allCases)
     func retriesReleaseOutsideTheLock(backend: ObservationBackend) {
         for observed in [false, true] {
-            var deinits = 0, underLock = 0
+            let watch = DeinitWatch()
             let array = ObservableArray<Item>(backend: backend)
-            func item(_ key: Int) -> Item {
-                Item(key) { [unowned array] in
-                    deinits += 1
-                    if array._isLocked { underLock += 1 }   // an element's deinit may use the array
-                }
-            }
+            func item(_ key: Int) -> Item { watch.item(key, of: array) }
             for key in [5, 3, 9, 1, 7] { array.append(item(key)) }
             let token = observed ? array.observe { _, _ in } : nil
             // The removed element's last reference is the decision's snapshot: the retry drops it.
@@ -182,17 +184,17 @@ struct BulkAndReadOperationTests {
                 return element.key == 9
             }
             #expect(array.map(\.key) == [3, 1, 7], "observed \(observed)")
-            #expect(deinits == 2 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits under the lock")
+            #expect(watch.deinits == 2 && watch.underLock == 0, "observed \(observed): \(watch.underLock) of \(watch.deinits) deinits under the lock")
             first = true
             array.sort { a, b in
                 if first { first = false; array.remove(at: 0) }   // the first attempt is not installed
                 return a.key < b.key
             }
             #expect(array.map(\.key) == [1, 7], "observed \(observed)")
-            #expect(deinits == 3 && underLock == 0, "observed \(observed): \(underLock) of \(deinits) deinits under the lock")
+            #expect(watch.deinits == 3 && watch.underLock == 0, "observed \(observed): \(watch.underLock) of \(watch.deinits) deinits under the lock")
             token?.cancel()
             array.removeAll()
-            #expect(deinits == 5 && underLock == 0)
+            #expect(watch.deinits == 5 && watch.underLock == 0)
         }
     }
 
