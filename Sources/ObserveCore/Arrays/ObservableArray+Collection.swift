@@ -193,7 +193,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// reads (later mutations do not affect it). Not `withContiguousStorageIfAvailable`: `Slice`
     /// forwards that to its base and cuts the buffer at the slice's bounds unchecked, and a
     /// slice's bounds were fixed when it was made, so a slice the array has since outgrown would
-    /// read past the snapshot instead of trapping in the subscript (a review found it).
+    /// read past the snapshot instead of trapping.
     @inlinable
     internal func _withSnapshotBuffer<R, E: Error>(_ body: (UnsafeBufferPointer<Element>) throws(E) -> R) throws(E) -> R {
         let iterator = makeIterator()

@@ -158,19 +158,19 @@ extension ObservableArray {
         guard k > 0 else { return removed }
         _withTracker { $0.leave(indices: range, ring: $1) }
         // Uncaptured elements holding references are released after the lock as well (their
-        // deinit may use the array): objects go to `_releaseAfterUnlock` as themselves, other
-        // values are taken out like captured ones and handed over in one box.
-        let isObject = !capture && Element.self is AnyObject.Type
-        let keep = capture || (!_isPOD(Element.self) && !isObject)
-        if keep { removed.reserveCapacity(k) }
+        // deinit may use the array, `_keepUntilUnlocked`): objects one by one, as themselves;
+        // other values collected like captured ones and handed over in one box.
+        let trivial = !capture && _isPOD(Element.self)
+        let collect = capture || (!trivial && !(Element.self is AnyObject.Type))
+        if collect { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)
-            if keep {
+            if collect {
                 removed.append(pointer.move())
-            } else if isObject {
-                _releaseAfterUnlock.append(unsafeBitCast(pointer.move(), to: AnyObject.self))
-            } else {
+            } else if trivial {
                 pointer.deinitialize(count: 1)
+            } else {
+                _keepUntilUnlocked(pointer.move())
             }
         }
         Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
@@ -580,7 +580,7 @@ extension ObservableArray {
             let firstRun = Swift.min(count, current.capacity &- head)
             for k in 0..<firstRun where try shouldBeRemoved(base[head &+ k]) { doomed.append(k) }
             for k in firstRun..<count where try shouldBeRemoved(base[k &- firstRun]) { doomed.append(k) }
-            snapshot = _removeIndices(doomed, decidedOn: consume current)
+            snapshot = _removeDecided(doomed, on: consume current)
         }
     }
 
@@ -596,7 +596,7 @@ extension ObservableArray {
     /// still holds that storage (any mutation since would have copied the shared storage, so
     /// identity tells); otherwise does nothing and returns the current storage to decide on again.
     @usableFromInline
-    internal func _removeIndices(_ doomed: [Int], decidedOn snapshot: consuming _RingBuffer<Element>) -> _RingBuffer<Element>? {
+    internal func _removeDecided(_ doomed: [Int], on snapshot: consuming _RingBuffer<Element>) -> _RingBuffer<Element>? {
         _lock.lock()
         guard _storage === snapshot else {
             let current = _storage
@@ -774,14 +774,7 @@ extension ObservableArray {
     ///   offsets and `destination` to the highest: the elements outside it do not move, however
     ///   long the array is.
     public func move<S: Sequence<Int>>(fromOffsets offsets: S, toOffset destination: Int) {
-        var sources = Array(offsets)
-        sources.sort()
-        var unique = 0
-        for offset in sources where unique == 0 || sources[unique - 1] != offset {
-            sources[unique] = offset
-            unique += 1
-        }
-        sources.removeLast(sources.count - unique)
+        let sources = Set(offsets).sorted()
         _mutate {
             let count = _storage.count
             _require((sources.first ?? 0) >= 0 && (sources.last ?? -1) < count && destination >= 0 && destination <= count,
