@@ -276,7 +276,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case OP_SHIFT: {
             /* A block of `count` slots moves `delta` slots over free slots (as an array moves the
             ** shorter side into its ring's free space); the model rotates the region, the index
-            ** records the move in its log (or, log full, records nothing: the model is left as is). */
+            ** records the move in its log (or, log full, records nothing: the model is left as is; or folds
+            ** the log first and records it). */
             const uint32_t first = ((uint32_t)a * 7u) & m.mask;
             const uint32_t count = 1 + (uint32_t)(b & 31) % ((m.mask + 1) / 2);
             const uint32_t e = 1 + (uint32_t)((b >> 5) & 3);
@@ -288,7 +289,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 crossed_free = !m.present[s];
             }
             if (!crossed_free) break;
-            const cobs_status st = cobs_positions_shift(pos, m.mask, first, count, delta);
+            cobs_status st = cobs_positions_shift(pos, m.mask, first, count, delta);
+            if (st == COBS_BUFFER_TOO_SMALL && (a & 1)) {
+                /* Log full: fold it (entries brought up to date, without reading the ring) and move
+                ** again; with no memory the fold changes nothing, and nothing is recorded. */
+                const cobs_status folded = cobs_positions_fold(pos);
+                if (folded == COBS_NO_MEMORY) {
+                    FUZZ_ASSERT(fail);
+                    break;
+                }
+                FUZZ_ASSERT(folded == COBS_OK);
+                expect_agreement(pos, &m, true);
+                st = cobs_positions_shift(pos, m.mask, first, count, delta);
+            }
             if (st == COBS_BUFFER_TOO_SMALL) break;
             FUZZ_ASSERT(st == COBS_OK);
             uintptr_t ring[MAX_RING];

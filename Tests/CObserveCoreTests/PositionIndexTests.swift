@@ -170,6 +170,117 @@ import Testing
         index.assertInvariants(ring)
     }
 
+    @Test func aFullShiftLogIsFoldedIntoTheEntries() {
+        // 100 elements, ten of them present twice, and 400 block moves in both directions (the
+        // log of a small index holds 32): every full log is folded into the entries, and after
+        // every move the index answers, for each element, exactly the slots the ring holds it in
+        // (insertions and removals between moves translate their slots through the log).
+        let ring = TestRing(mask: 255)
+        let index = TestPositions()
+        for i in 0..<110 { assertStatus(index.insert(ring, element(i < 100 ? i : i - 100), at: UInt32(i)), COBS_OK) }
+        var state: UInt64 = 0x5EED
+        func next(_ bound: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var nextElement = 200, moves = 0, folds = 0
+        for step in 0..<400 {
+            // A block of up to 60 slots moves 1-4 slots into free slots (as an array moves the
+            // shorter side into its ring's spare room); the model rotates the region.
+            let first = UInt32(next(256)), count = UInt32(1 + next(60)), e = UInt32(1 + next(4))
+            let up = next(2) == 0
+            let into = (0..<e).map { up ? (first + count + $0) & 255 : (first &- 1 &- $0) & 255 }
+            if into.contains(where: { ring[$0] != 0 }) { continue }
+            let region = up ? first : (first &- e) & 255
+            let before = (0..<(count + e)).map { ring[(region + $0) & 255] }
+            for k in 0..<(count + e) {
+                let to = up ? (k < count ? k + e : k - count) : (k < e ? k + count : k - e)
+                ring[(region + to) & 255] = before[Int(k)]
+            }
+            let delta = up ? Int64(e) : -Int64(e)
+            var status = cobs_positions_shift(index.raw, ring.mask, first, count, delta)
+            if status == COBS_BUFFER_TOO_SMALL {
+                // Full: fold the log (it does not read the ring, which already shows the move).
+                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+                folds += 1
+                status = cobs_positions_shift(index.raw, ring.mask, first, count, delta)
+            }
+            assertStatus(status, COBS_OK)
+            moves += 1
+            // Insertions and removals between moves translate their slots through the log.
+            if step % 7 == 0, let free = (0..<256).map(UInt32.init).first(where: { ring[$0] == 0 }) {
+                assertStatus(index.insert(ring, element(nextElement), at: free), COBS_OK)
+                nextElement += 1
+            }
+            if step % 11 == 0, let used = (0..<256).map(UInt32.init).first(where: { ring[$0] != 0 }) {
+                assertStatus(index.remove(ring, ring[used], at: used), COBS_OK)
+                ring[used] = 0
+            }
+            var expected: [UInt: [UInt32]] = [:]
+            for slot in 0..<256 as Range<UInt32> where ring[slot] != 0 { expected[ring[slot], default: []].append(slot) }
+            for (value, slots) in expected where index.slots(ring, value) != slots {
+                Issue.record("step \(step): element \(value) at \(index.slots(ring, value)), ring has it at \(slots)")
+                return
+            }
+            #expect(index.count == expected.values.reduce(0) { $0 + $1.count })
+        }
+        #expect(folds >= 3, "the log was folded several times")
+        index.assertInvariants(ring)
+    }
+
+    @Test func aLargeIndexFoldsItsLogInsteadOfRebuilding() {
+        // 100,000 entries and 1,000 insertions near the back, each moving the last 10 elements one
+        // slot up: the log (128 block moves at this size) is folded whenever it is full.
+        let count = 100_000, ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
+        for i in 0..<count { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        var end = UInt32(count), folds = 0
+        for inserted in 0..<1_000 {
+            for k in (0..<10).reversed() { ring[end - 10 + UInt32(k) + 1] = ring[end - 10 + UInt32(k)] }
+            var status = cobs_positions_shift(index.raw, ring.mask, end - 10, 10, 1)
+            if status == COBS_BUFFER_TOO_SMALL {
+                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+                folds += 1
+                status = cobs_positions_shift(index.raw, ring.mask, end - 10, 10, 1)
+            }
+            assertStatus(status, COBS_OK)
+            ring[end - 10] = element(count + inserted)   // the inserted element, indexed
+            assertStatus(cobs_positions_insert(index.raw, ring.pointer, ring.mask, element(count + inserted), end - 10),
+                         COBS_OK)
+            end += 1
+        }
+        #expect(folds == 1_000 / 128)
+        #expect(index.slots(ring, element(count - 1)) == [end - 1], "the last element followed every move")
+        #expect(index.slots(ring, element(count - 10)) == [end - 10])
+        #expect(index.slots(ring, element(count - 11)) == [UInt32(count - 11)], "elements before the block stayed")
+        #expect(index.slots(ring, element(count)) == [UInt32(count - 10)], "the first insertion moved 999 times")
+        #expect(index.slots(ring, element(0)) == [0])
+        index.assertInvariants(ring)
+    }
+
+    @Test func aFoldWithoutMemoryLeavesTheIndexAsItWas() {
+        // Folding takes a little scratch memory; refused, the index and its log are unchanged, so
+        // the caller can still rebuild from the ring (what the array does: it marks its index stale).
+        let allocator = CountingAllocator()
+        let ring = TestRing(mask: 255)
+        let index = TestPositions(allocator: allocator.cAllocator)
+        for i in 0..<100 { assertStatus(index.insert(ring, element(i), at: UInt32(i)), COBS_OK) }
+        for k in (0..<UInt32(50)).reversed() { ring[50 + k + 1] = ring[50 + k] }
+        ring[50] = 0
+        assertStatus(cobs_positions_shift(index.raw, ring.mask, 50, 50, 1), COBS_OK)
+        allocator.failing = true
+        assertStatus(cobs_positions_fold(index.raw), COBS_NO_MEMORY)
+        allocator.failing = false
+        #expect(allocator.failures == 1)
+        #expect(index.slots(ring, element(99)) == [100], "the log still translates")
+        index.assertInvariants(ring)
+        assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+        #expect(index.slots(ring, element(99)) == [100])
+        #expect(index.slots(ring, element(49)) == [49])
+        index.assertInvariants(ring)
+        assertStatus(cobs_positions_fold(nil), COBS_INVALID_ARGUMENT)
+    }
+
     @Test func aRunOfInsertionsAgreesWithInsertingOneByOne() {
         // 60,000 slots from near the end of a 2^17 ring (the run wraps) into an index that already
         // holds 20,000: the table grows during the run to 2^17 buckets, where the run prefetches. 499 elements

@@ -62,11 +62,11 @@ extension ObservableArray {
 
     /// Up to this many elements moved by one insertion or removal, the position index is
     /// updated entry by entry (one hash probe each); beyond it the move is recorded as one block
-    /// in the index's shift log (O(1), see `cobs_positions_shift`), and only when that log is
-    /// full is the index marked stale and rebuilt from the ring on next use — at most one
-    /// O(count) rebuild per 32 to 128 bulk moves (more for larger arrays), so element changes
-    /// interleaved with middle edits no longer pay a rebuild each, and a batch of edits still
-    /// costs only its memmoves.
+    /// in the index's shift log (O(1), see `cobs_positions_shift`); when that log is full it is
+    /// folded into the entries, or the index is marked stale and rebuilt from the ring on next
+    /// use (`_ElementTracker.shifted` decides) — at most one O(count) pass per 32 to 128 bulk
+    /// moves (more for larger arrays), so element changes interleaved with middle edits do not
+    /// pay a re-index each, and a batch of edits still costs only its memmoves.
     internal static var _perElementIndexLimit: Int { 64 }
 
     /// Moves the `count` elements at logical `from` to logical `to` (shorter-side shift), in

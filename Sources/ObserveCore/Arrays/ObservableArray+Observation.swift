@@ -318,6 +318,13 @@ extension ObservableArray where Element: KeyValueObservable {
         _lock.withLock { ObjectIdentifier(_storage) }
     }
 
+    /// Whether the element-position index has fallen behind the contents and will be rebuilt at
+    /// the next element change (for tests of when a full shift log is folded instead).
+    @_spi(Testing)
+    public var _isElementIndexStale: Bool {
+        _lock.withLock { _tracker.map { !$0.isIndexed } ?? false }
+    }
+
     /// Traps if the element-position index disagrees with the contents (for tests).
     @_spi(Testing)
     public func _checkInvariants() {

@@ -228,6 +228,13 @@ internal final class _CPositionIndex: _PositionIndexing {
         return true
     }
 
+    func fold() -> Bool {
+        let status = cobs_positions_fold(_pos)
+        if status == COBS_NO_MEMORY { return false }
+        _CArrayStatus.check(status, "cobs_positions_fold")
+        return true
+    }
+
     func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32]) {
         slots._removeAllKeepingCapacity()
         var n = 0

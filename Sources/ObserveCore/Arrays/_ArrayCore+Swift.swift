@@ -522,6 +522,9 @@ internal final class _SwiftPositionIndex: _PositionIndexing {
         return true
     }
 
+    /// The Swift twin records every move entry by entry: it has no log to fold.
+    func fold() -> Bool { true }
+
     func singleSlot(ring: _RingAddresses, mask: UInt32, element: UInt) -> UInt32? {
         _more[element] == nil ? _first[element] : nil
     }

@@ -62,9 +62,13 @@ internal protocol _PositionIndexing: AnyObject {
     func move(mask: UInt32, element: UInt, from: UInt32, to: UInt32)
     /// The `count` elements that were in slots `first`, `first + 1`, … (mod `mask + 1`) are now
     /// `delta` slots further in `ring` (already moved). False when the index could not record it
-    /// (the C index's shift log is full): it no longer matches the ring and must be rebuilt
-    /// before its next use (see `cobs_positions_shift`).
+    /// (the C index's shift log is full): then `fold()` and shift again, or the index no longer
+    /// matches the ring and must be rebuilt before its next use (see `cobs_positions_shift`).
     func shift(ring: _RingAddresses, mask: UInt32, first: UInt32, count: Int, delta: Int) -> Bool
+    /// Empties the shift log by bringing every entry up to date, without reading the ring (see
+    /// `cobs_positions_fold`): after a refused `shift`, fold and shift again instead of
+    /// rebuilding. False when it could not (no memory): the index is unchanged.
+    func fold() -> Bool
     /// Replaces the contents of `slots` with the slots holding `element` (unordered).
     func lookup(ring: _RingAddresses, mask: UInt32, element: UInt, into slots: inout [UInt32])
     /// The slot of `element` when it is in the ring exactly once; nil when it is absent or

@@ -60,6 +60,9 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @exclusivity(unchecked) private var _active = true
     /// The index no longer matches the ring; rebuilt before the next lookup.
     @exclusivity(unchecked) private var _stale = false
+    /// An element change looked the index up since its shift log was last emptied (by a fold or
+    /// a rebuild): whether a full log is worth folding (see `shifted`).
+    @exclusivity(unchecked) private var _lookedUpSinceLogEmptied = false
     @exclusivity(unchecked) private var _slots: [UInt32] = []
 
     /// Creates the tracker and indexes every element (the caller holds the array's lock).
@@ -133,12 +136,21 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     override var isIndexed: Bool { !_stale }
 
+    /// A full shift log (the index refuses the move) is folded when element changes are looking
+    /// the index up between edits — a fold costs ~1 ns per bucket, the rebuild it replaces ~10 ns
+    /// per element at 100k, paid by the next element change — and otherwise the index is left
+    /// stale: a run of edits that nobody looks up between (a batch, a burst of mutations) then
+    /// skips index upkeep until the next element change rebuilds it once.
     override func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {
         if _stale { return }
-        if !_index.shift(ring: ring.addresses, mask: UInt32(ring.mask), first: UInt32(firstSlot), count: count,
-                         delta: delta) {
-            _stale = true
+        let addresses = ring.addresses, mask = UInt32(ring.mask), first = UInt32(firstSlot)
+        if _index.shift(ring: addresses, mask: mask, first: first, count: count, delta: delta) { return }
+        if _lookedUpSinceLogEmptied && _index.fold()
+            && _index.shift(ring: addresses, mask: mask, first: first, count: count, delta: delta) {
+            _lookedUpSinceLogEmptied = false
+            return
         }
+        _stale = true
     }
 
     /// Rebuilds a stale index from the ring (lock held).
@@ -198,6 +210,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     override func rebuild(_ ring: _RingBuffer<Element>) {
         _stale = false
+        _lookedUpSinceLogEmptied = false
         if ring.capacity == 0 { _index.clear(); return }
         _index.rebuild(ring: ring.addresses, mask: UInt32(ring.mask), head: UInt32(ring.head), count: ring.count)
     }
@@ -218,6 +231,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     override func appendModifyRuns(ofElementAt address: UInt, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool {
         guard ring.capacity > 0 else { return false }
         _refresh(ring)
+        _lookedUpSinceLogEmptied = true
         if let slot = _index.singleSlot(ring: ring.addresses, mask: UInt32(ring.mask), element: address) {
             runs.append(_ArrayRun(.modify, start: (Int(slot) &- ring.head) & ring.mask, length: 1))
             return true

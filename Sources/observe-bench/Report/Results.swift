@@ -281,9 +281,9 @@ struct Target {
         + "without it is safe only with one owner, which the type system cannot check for a shared class."
 
     static let mixedNote = "a middle edit moves min(i, N - i) elements (memmove) and records the move in the "
-        + "position index's shift log; every 32 to 128 such moves (more for larger arrays) the index is rebuilt "
-        + "from all N elements at the next element change, and every element change walks the log. Beyond that, "
-        + "it needs chunked storage whose middle edits move few elements."
+        + "position index's shift log; every 32 to 128 such moves (more for larger arrays) the log is folded into "
+        + "the index's entries (about 1 ns per element), and every element change walks the log. Beyond that, it "
+        + "needs chunked storage whose middle edits move few elements."
 
     static let sameObjectNote = "a notified set writes only its own thread's read-section record (no lock, no "
         + "atomic read-modify-write on the object); the two threads share the observed value's cache line, which "
@@ -346,10 +346,11 @@ struct Target {
         + "from the registry the first time, cache on the second) and one allocation per registration."
     static let scalingNote = "a middle insertion or removal moves min(i, N - i) elements, a far move |to - from| "
         + "(one memmove, a few µs at 100k: see array.unobserved-insert-middle), and each such block move takes a "
-        + "record in the position index's shift log; every 32 records (128 from 64k elements) the index is rebuilt "
-        + "from all N elements at the next element change (about 1 ms at 100k), which is most of the amortized cost. Meeting it needs an "
-        + "index that absorbs block moves without a periodic O(N) rebuild, and storage whose middle edits move few "
-        + "elements (chunked / B-tree)."
+        + "record in the position index's shift log, which every element change walks; every 32 records (128 from "
+        + "64k elements) the log is folded into the index's entries (about 140 µs at 100k, 1.1 µs per move "
+        + "amortized; until this version the index was rebuilt from all N elements instead, about 0.9 ms). At 100k "
+        + "the memmove of a middle edit alone is more than 3x the whole op at 1k: meeting it needs storage whose "
+        + "middle edits move few elements (chunked / B-tree)."
 
     /// One target per `array.ops-scaling` row: an operation whose cost grows with N (or that leaves
     /// O(N) work to the next element change) tends to 100x at 100k what it costs at 1k; 3x leaves

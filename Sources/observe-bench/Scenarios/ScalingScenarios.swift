@@ -53,8 +53,8 @@ struct ArrayOpsScalingScenario: ArrayScenario {
     var notes: [String] {
         var notes = ["one op = the operation, then one property set on the element at a random index, reported with "
                      + "its index to the array's one observer (element key path grade): so a position index the "
-                     + "operation left stale is rebuilt inside the op. Batches are of min(256, N/8) ops, so each "
-                     + "batch's mean includes the index's periodic rebuilds (amortized cost). The target compares "
+                     + "operation left behind is brought up to date inside the op. Batches are of min(256, N/8) ops, "
+                     + "so each batch's mean includes the index's periodic log folds (amortized cost). The target compares "
                      + "the op at N=100,000 with N=1,000."]
         switch operation {
         case .insertMiddle:
@@ -75,8 +75,8 @@ struct ArrayOpsScalingScenario: ArrayScenario {
     }
 
     /// Operations per timed batch: enough that every batch spans several of the position index's
-    /// periodic rebuilds (one per 32 to 128 bulk moves: log_limit in CObserveCore's positions.c), so
-    /// that a batch's mean is the amortized cost. With small batches most batches miss the rebuild
+    /// periodic log folds (one per 32 to 128 bulk moves: log_limit in CObserveCore's positions.c), so
+    /// that a batch's mean is the amortized cost. With small batches most batches miss the fold
     /// and the median of batch means shows only the cheap ops. At most N/8, so that a batch of
     /// insertions or removals keeps the length within 12.5% of N.
     static func batch(n: Int) -> Int { min(256, n / 8) }

@@ -344,6 +344,42 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("a full shift log is folded while element changes interleave with middle edits, left stale when none do")
+    func shiftLogFoldsWhenLookedUpAndGoesStaleOtherwise() {
+        // 2,000 elements: every middle edit moves ~1,000 and takes one record of the C index's
+        // shift log, which holds 32.
+        let pool = (0..<2_200).map { Student(.c, "s\($0)") }
+        let array = ObservableArray(Array(pool.prefix(2_000)), backend: .c)
+        var reported: [Int] = []
+        let token = array.observe(elementKeyPaths: [\.grade]) { _, c in
+            if c.kind == .elementChanged { reported = c.elements.map(\.newIndex!) }
+        }
+        var generator = SplitMix64(seed: 7)
+        func checkedChange(_ step: Int) {
+            let probe = array[generator.below(array.count)]
+            reported = []
+            probe.grade += 1
+            #expect(reported == array.indices.filter { array[$0] === probe }, "step \(step)")
+        }
+        // Interleaved: the log fills three times over, and is folded each time.
+        for step in 0..<100 {
+            if step % 2 == 0 { array.insert(pool[2_000 + step], at: array.count / 2) } else { array.remove(at: array.count / 2) }
+            checkedChange(step)
+            #expect(!array._isElementIndexStale, "step \(step): folded, not left behind")
+        }
+        // A burst of edits with no element change between: the log, once folded (changes had looked
+        // the index up since the last fold), fills again, and is left behind; the next element
+        // change rebuilds the index.
+        for step in 0..<80 {
+            if step % 2 == 0 { array.insert(pool[2_100 + step], at: array.count / 2) } else { array.remove(at: array.count / 2) }
+        }
+        #expect(array._isElementIndexStale)
+        checkedChange(100)
+        #expect(!array._isElementIndexStale)
+        array._checkInvariants()
+        token.cancel()
+    }
+
     @Test("reassigning the owner's array reports the replacement and re-targets observation", arguments: ObservationBackend.allCases)
     func ownerReassignment(backend: ObservationBackend) {
         let teacher = Teacher(backend, students: students(backend, "ada"))
