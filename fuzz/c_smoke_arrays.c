@@ -235,6 +235,29 @@ static void test_positions(void) {
     EXPECT_STATUS(cobs_positions_insert_run(pos, ring, mask, 20, 65), COBS_INVALID_ARGUMENT); /* more than the ring */
     cobs_positions_clear(pos);
     EXPECT(cobs_positions_count(pos) == 0 && cobs_positions_bytes(pos) > 0);
+
+    /* Two block moves into the log, then folded into the entries (slot 20's element is also in
+    ** slot 5, so a duplicate record is folded too). */
+    memset(ring, 0, ((size_t)mask + 1) * sizeof *ring);
+    for (uint32_t i = 0; i < 30; i++) ring[i] = 0x3000 + 16 * (i == 20 ? 5 : i);
+    EXPECT_STATUS(cobs_positions_rebuild(pos, ring, mask, 0, 30), COBS_OK);
+    memmove(ring + 15, ring + 10, 20 * sizeof *ring);   /* [10, 30) up by 5 */
+    for (uint32_t i = 10; i < 15; i++) ring[i] = 0;
+    EXPECT_STATUS(cobs_positions_shift(pos, mask, 10, 20, 5), COBS_OK);
+    memmove(ring + 3, ring, 10 * sizeof *ring);          /* [0, 10) up by 3 */
+    for (uint32_t i = 0; i < 3; i++) ring[i] = 0;
+    EXPECT_STATUS(cobs_positions_shift(pos, mask, 0, 10, 3), COBS_OK);
+    EXPECT_STATUS(cobs_positions_check_invariants(pos, ring, mask), COBS_OK);
+    EXPECT_STATUS(cobs_positions_fold(pos), COBS_OK);
+    EXPECT_STATUS(cobs_positions_fold(pos), COBS_OK);   /* empty log: nothing to do */
+    EXPECT_STATUS(cobs_positions_check_invariants(pos, ring, mask), COBS_OK);
+    EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x3000 + 16 * 29, slots, 8, &count), COBS_OK);
+    EXPECT(count == 1 && slots[0] == 34);
+    EXPECT_STATUS(cobs_positions_lookup(pos, ring, mask, 0x3000 + 16 * 5, slots, 8, &count), COBS_OK);
+    EXPECT(count == 2 && ((slots[0] == 8 && slots[1] == 25) || (slots[0] == 25 && slots[1] == 8)));
+    EXPECT_STATUS(cobs_positions_shift(pos, 127, 0, 1, 1), COBS_OK);   /* an empty log takes any ring */
+    EXPECT_STATUS(cobs_positions_fold(NULL), COBS_INVALID_ARGUMENT);
+    for (uint32_t i = 0; i < 64; i++) ring[i] = 0x2000 + 16 * i;   /* what the checks below expect */
     cobs_positions_destroy(pos);
     cobs_positions_destroy(NULL);
 

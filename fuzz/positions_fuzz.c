@@ -280,7 +280,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             ** the log first and records it). */
             const uint32_t first = ((uint32_t)a * 7u) & m.mask;
             const uint32_t count = 1 + (uint32_t)(b & 31) % ((m.mask + 1) / 2);
-            const uint32_t e = 1 + (uint32_t)((b >> 5) & 3);
+            /* Mostly 1 to 3 slots; sometimes as far as the ring allows (count + e == mask + 1: the
+            ** block and the slots it moves into are the whole ring). */
+            const uint32_t e = ((b >> 5) & 3) == 3 && (a & 2) ? m.mask + 1 - count : 1 + (uint32_t)((b >> 5) & 3);
             const int64_t delta = (b & 0x80) ? -(int64_t)e : (int64_t)e;
             if ((uint64_t)count + e > (uint64_t)m.mask + 1) break;
             bool crossed_free = true;

@@ -56,7 +56,7 @@ for target in "${targets[@]}"; do
     # Warnings are shown but do not stop fuzzing (scripts/c-sanitizers.sh enforces them).
     "$cc" -std=c11 -g -O1 -Wall -Wextra -Wpedantic -Wno-nullability-extension \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-        -Iinclude -ISources/CObserveCore \
+        -Iinclude -ISources/CObserveCore -DFOLD_CELLS_LOG2=3 \
         Sources/CObserveCore/*.c $sources \
         ${ld_flags[@]+"${ld_flags[@]}"} -lbsd -o "$binary"
 

@@ -99,9 +99,9 @@
 ** full rebuild per edit. Instead, cobs_positions_shift records the block move in a small log
 ** (POS_LOG_MIN to POS_LOG_CAPACITY records, more for larger indexes: log_limit) and touches no
 ** entry. Entries then hold STORED slots, the slots their
-** elements had when the log was last empty; a record (start, length, delta) is a rotation of the
-** slot range it covers (the block moves by delta, the delta slots it moved into take its place),
-** so the log is a permutation of slot numbers: forward() maps a stored slot to the element's
+** elements had when the log was last empty; a record (a block move, kept as (origin, a, b): see
+** shift_record) is a rotation of the slot range it covers (the block moves by delta, the delta
+** slots it moved into take its place), so the log is a permutation of slot numbers: forward() maps a stored slot to the element's
 ** current slot (every ring read and every slot a lookup returns goes through it), to_stored()
 ** maps a current slot back (insert, remove and move translate the slot they are given). With an
 ** empty log both are the identity and cost one compare. A lookup pays O(log length) per matching
@@ -205,10 +205,15 @@ static_assert(POS_LOG_MIN >= 1 && POS_LOG_MIN <= POS_LOG_CAPACITY, "log_limit's 
 **   - every stored slot (plain or in a record) is < slot_bound <= 2^31, and no two are equal;
 **   - log_count <= POS_LOG_CAPACITY; with log_count > 0, slot_bound == log_mask + 1 and the ring
 **     read through forward() is what the points above speak of. */
+/* A block move, normalised so that it and its inverse are one function (step()): seen from
+** `origin`, the first slot it affects, it moves slots [origin, origin + a) up by b and slots
+** [origin + a, origin + a + b) down by a; its inverse is the same with a and b swapped. A block
+** [start, start + length) moving up by d is (origin start, a length, b d); moving down by e, it is
+** (origin start - e, a e, b length): the e slots it moves into go up by length, the block down by e. */
 typedef struct shift_record {
-    uint32_t start;  /* first slot of the moved block, before the move */
-    uint32_t length; /* elements in the block */
-    int64_t delta;   /* slots moved (mod log_mask + 1); never 0 */
+    uint32_t origin;
+    uint32_t a;
+    uint32_t b; /* a + b <= log_mask + 1; neither is 0 */
 } shift_record;
 
 /* The copies of an element present more than once (see DUPLICATES above). */
@@ -241,21 +246,15 @@ struct cobs_positions {
     shift_record log[POS_LOG_CAPACITY];
 };
 
-/* One record applied to a slot: the block [start, start + length) moves by delta, and the
-** |delta| slots it moves into take the place it leaves; other slots stay. Slot arithmetic is mod
-** mask + 1, a power of two dividing 2^32, so uint32_t wrap-around followed by `& mask` is exact. */
-static inline uint32_t rotate(uint32_t t, uint32_t start, uint32_t length, int64_t delta, uint32_t mask) {
-    if (delta > 0) {
-        const uint64_t d = (uint64_t)delta;
-        const uint64_t o = (uint32_t)(t - start) & mask;
-        if (o < length) return (uint32_t)(t + (uint32_t)d) & mask;
-        if (o < (uint64_t)length + d) return (uint32_t)(t - length) & mask;
-        return t;
-    }
-    const uint64_t e = (uint64_t)(-delta);
-    const uint64_t o = (uint32_t)(t - (start - (uint32_t)e)) & mask;
-    if (o < e) return (uint32_t)(t + length) & mask;
-    if (o < e + length) return (uint32_t)(t - (uint32_t)e) & mask;
+/* One record (origin, a, b) applied to slot t (see shift_record). Slot arithmetic is mod mask + 1, a
+** power of two dividing 2^32, so uint32_t wrap-around followed by `& mask` is exact. With branches
+** on purpose: a branch-free step (two conditional moves) puts about six cycles per record on the
+** chain through the log, and a lookup through a 128-record log went from 92 to 143 ns (C driver,
+** 100,000 elements); predicted branches leave the chain at an add. */
+static inline uint32_t step(uint32_t t, uint32_t origin, uint32_t a, uint32_t b, uint32_t mask) {
+    const uint32_t o = (t - origin) & mask;
+    if (o < a) return (t + b) & mask;
+    if (o < a + b) return (t - a) & mask;
     return t;
 }
 
@@ -264,7 +263,7 @@ static inline uint32_t forward(const struct cobs_positions *pos, uint32_t stored
     uint32_t t = stored;
     for (uint32_t i = 0; i < pos->log_count; i++) {
         const shift_record *r = &pos->log[i];
-        t = rotate(t, r->start, r->length, r->delta, pos->log_mask);
+        t = step(t, r->origin, r->a, r->b, pos->log_mask);
     }
     return t;
 }
@@ -274,7 +273,7 @@ static inline uint32_t to_stored(const struct cobs_positions *pos, uint32_t curr
     uint32_t t = current;
     for (uint32_t i = pos->log_count; i-- > 0;) {
         const shift_record *r = &pos->log[i];
-        t = rotate(t, (r->start + (uint32_t)r->delta) & pos->log_mask, r->length, -r->delta, pos->log_mask);
+        t = step(t, r->origin, r->b, r->a, pos->log_mask);
     }
     return t;
 }
@@ -866,7 +865,7 @@ cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t el
 ** holds: three quarters of an observed middle insertion followed by an element change at that
 ** size). Folding rewrites each stored slot to its current slot instead and empties the log. Homes
 ** depend on elements, not slots, so no entry moves and the ring is not read: it is one pass over
-** slots[] with a few instructions per bucket, branch-free (a full/empty branch mispredicted on a
+** slots[] with a few instructions per bucket, without a full/empty branch (it mispredicted on a
 ** quarter of the buckets and cost twice the time). Measured with a C driver (2,000 pairs of
 ** random block moves of a ring, clang -O2; fold vs rebuild per full log): 1,000 elements 4.5 vs
 ** 7 µs, 10,000: 21.5 vs 60 µs, 100,000: 142 vs 770 µs.
@@ -878,7 +877,9 @@ cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t el
 ** record), merging neighbours whose translation agrees. The pass over the entries then finds a
 ** stored slot's run through a table of FOLD_CELLS equal cells of the slot space (each naming the
 ** first run that overlaps it), so a slot's run is one load plus, rarely, a step or two. */
-#define FOLD_CELLS_LOG2 12u
+#ifndef FOLD_CELLS_LOG2
+#define FOLD_CELLS_LOG2 12u /* the fuzzer builds with fewer cells, so that its small rings walk runs */
+#endif
 
 typedef struct fold_run {
     uint32_t lo;  /* first stored slot of the run (runs are sorted; the next run's lo ends it) */
@@ -889,11 +890,9 @@ typedef struct fold_run {
 ** 1 + 3 * log_count), sorted by lo, the first at 0, using `spare` (as large) as scratch; returns
 ** their number.
 **
-** A record, seen from the first slot it affects (R0: the block's start, or for a move toward
-** lower slots the first slot the block moves into), is three consecutive regions of current
-** slots, each translated by one amount: for delta = +d, [0, length) by +d, [length, length + d)
-** by -length, the rest by 0; for delta = -e, [0, e) by +length, [e, e + length) by -e, the rest by
-** 0. A run whose image (its current slots) lies in one region takes that region's amount; one
+** A record (origin, a, b), seen from its origin, is three consecutive regions of current slots,
+** each translated by one amount: [0, a) by +b, [a, a + b) by -a, the rest by 0 (see
+** shift_record). A run whose image (its current slots) lies in one region takes that region's amount; one
 ** that straddles a boundary is cut there. So most runs cost a compare and an add. */
 static uint32_t fold_runs(const struct cobs_positions *pos, fold_run *runs, fold_run *spare) {
     const uint32_t mask = pos->log_mask;
@@ -903,27 +902,9 @@ static uint32_t fold_runs(const struct cobs_positions *pos, fold_run *runs, fold
     current[0] = (fold_run){0, 0};
     for (uint32_t r = 0; r < pos->log_count; r++) {
         const shift_record *record = &pos->log[r];
-        const uint64_t length = record->length;
-        uint32_t origin;
-        uint64_t ends[3];  /* each region's end, relative to origin */
-        uint32_t adds[3];  /* each region's translation, mod space */
-        if (record->delta > 0) {
-            const uint64_t d = (uint64_t)record->delta;
-            origin = record->start;
-            ends[0] = length;
-            ends[1] = length + d;
-            adds[0] = (uint32_t)d;
-            adds[1] = (uint32_t)(0 - length);
-        } else {
-            const uint64_t e = (uint64_t)(-record->delta);
-            origin = (record->start - (uint32_t)e) & mask;
-            ends[0] = e;
-            ends[1] = e + length;
-            adds[0] = (uint32_t)length;
-            adds[1] = (uint32_t)(0 - e);
-        }
-        ends[2] = space;
-        adds[2] = 0;
+        const uint32_t origin = record->origin;
+        const uint64_t ends[3] = {record->a, (uint64_t)record->a + record->b, space};  /* from origin */
+        const uint32_t adds[3] = {record->b, 0u - record->a, 0u};                     /* mod space */
         uint32_t m = 0;
         for (uint32_t k = 0; k < n; k++) {
             uint32_t lo = current[k].lo;
@@ -1003,13 +984,13 @@ static COBS_NOINLINE COBS_COLD cobs_status fold_log(struct cobs_positions *pos) 
             return st;
         }
     }
-    /* Branch-free per bucket (a full/empty branch mispredicted on a quarter of them): every
-    ** bucket's field is mapped, masked so that an empty bucket's garbage or a record's index stays
-    ** inside the tables, and only a plain entry keeps the result. */
+    /* No full/empty branch per bucket (it mispredicted on a quarter of them and cost twice the
+    ** time): every bucket is mapped, an empty bucket's field (never written: uninitialised) or a
+    ** record's index as slot 0, and only a plain entry keeps the result. */
     for (size_t i = 0; i < pos->capacity; i++) {
         const uint32_t field = pos->slots[i];
-        const uint32_t mapped = fold_map(runs, n, cells, cell_shift, mask, field & mask);
         const bool plain = !is_empty(pos->ctrl[i]) && !is_record(field);
+        const uint32_t mapped = fold_map(runs, n, cells, cell_shift, mask, plain ? field : 0u);
         pos->slots[i] = plain ? mapped : field;
     }
     for (uint32_t i = 0; i < pos->record_count; i++) {
@@ -1035,7 +1016,9 @@ cobs_status cobs_positions_shift(cobs_positions *pos, uint32_t mask, uint32_t fi
     }
     if (count == 0 || delta == 0 || pos->entries == 0) return COBS_OK;
     if (pos->log_count >= log_limit(pos)) return COBS_BUFFER_TOO_SMALL;
-    pos->log[pos->log_count++] = (shift_record){first, count, delta};
+    const uint32_t moved = (uint32_t)(delta < 0 ? -delta : delta);
+    pos->log[pos->log_count++] = delta > 0 ? (shift_record){first, count, moved}
+                                           : (shift_record){(first - moved) & mask, moved, count};
     pos->log_mask = mask;
     pos->slot_bound = (uint64_t)mask + 1;
     return COBS_OK;

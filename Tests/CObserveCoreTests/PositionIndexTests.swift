@@ -258,6 +258,75 @@ import Testing
         index.assertInvariants(ring)
     }
 
+    @Test func aFoldOfMovesSpanningTheWholeRingAgreesWithTheLog() {
+        // A block and the slots it moves into can be the whole ring (count + |delta| == mask + 1:
+        // `move(from: 0, to: count - 1)` on a full ring); the regions of such a record meet at
+        // its origin. 10 elements (one twice) in a ring of 16.
+        let ring = TestRing(mask: 15)
+        let index = TestPositions()
+        for i in 0..<10 { assertStatus(index.insert(ring, element(i == 7 ? 2 : i), at: UInt32(i)), COBS_OK) }
+        func rotate(first: UInt32, count: UInt32, delta: Int) {
+            let before = (0..<16).map { ring[UInt32($0)] }
+            for k in 0..<count {
+                let from = (first + k) & 15
+                ring[UInt32((Int(from) + delta) & 15)] = before[Int(from)]
+            }
+            let into = (0..<UInt32(abs(delta))).map { delta > 0 ? (first + count + $0) & 15 : (first &- 1 &- $0) & 15 }
+            let vacated = (0..<UInt32(abs(delta))).map { delta > 0 ? (first + $0) & 15 : (first + count - 1 - $0) & 15 }
+            for (to, from) in zip(vacated, into) { ring[to] = before[Int(from)] }
+            assertStatus(cobs_positions_shift(index.raw, ring.mask, first, count, Int64(delta)), COBS_OK)
+        }
+        rotate(first: 0, count: 12, delta: 4)     // [0, 12) up by 4 into the free 12..15
+        rotate(first: 4, count: 13, delta: -3)    // [4, 17) down by 3 into the free 1..3
+        rotate(first: 14, count: 9, delta: 7)     // wraps: [14, 23) up by 7
+        func expectMatchesRing(_ what: String) {
+            for i in 0..<10 where i != 7 {
+                let slots = (0..<UInt32(16)).filter { ring[$0] == element(i) }
+                #expect(index.slots(ring, element(i)) == slots, "\(what): element \(i)")
+            }
+            index.assertInvariants(ring)
+        }
+        expectMatchesRing("through the log")
+        assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+        expectMatchesRing("folded")
+    }
+
+    @Test func aFoldOfManyScatteredMovesOfALargeIndexAgreesWithTheRing() {
+        // 100,000 elements in a ring of 2^17 (the fold's cell table then covers 32 slots per
+        // cell): the whole array moves one slot up 400 times, each time as two block moves split
+        // at a random index, so the log composes into hundreds of runs before each fold.
+        let count = 100_000, mask = UInt32((1 << 17) - 1), ring = TestRing(mask: mask), index = TestPositions()
+        for i in 0..<count { ring[UInt32(i)] = element(i % 99_000) }   // 1,000 elements twice
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        var state: UInt64 = 0xF01D
+        var head: UInt32 = 0, folds = 0
+        func shiftUp(_ first: UInt32, _ length: UInt32) {
+            for k in (0..<length).reversed() { ring[(first + k + 1) & mask] = ring[(first + k) & mask] }
+            ring[first] = 0
+            var status = cobs_positions_shift(index.raw, mask, first, length, 1)
+            if status == COBS_BUFFER_TOO_SMALL {
+                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+                folds += 1
+                status = cobs_positions_shift(index.raw, mask, first, length, 1)
+            }
+            assertStatus(status, COBS_OK)
+        }
+        for _ in 0..<400 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let split = UInt32(1 + (state >> 33) % UInt64(count - 1))
+            shiftUp((head + split) & mask, UInt32(count) - split)
+            shiftUp(head, split)
+            head = (head + 1) & mask
+        }
+        #expect(folds == 6)
+        // check_invariants reads every entry's element back from the ring at its (translated) slot.
+        index.assertInvariants(ring)
+        assertStatus(cobs_positions_fold(index.raw), COBS_OK)
+        index.assertInvariants(ring)
+        #expect(index.slots(ring, element(0)) == [head, (head + 99_000) & mask].sorted())
+        #expect(index.slots(ring, element(98_999)) == [(head + 98_999) & mask])
+    }
+
     @Test func aFoldWithoutMemoryLeavesTheIndexAsItWas() {
         // Folding takes a little scratch memory; refused, the index and its log are unchanged, so
         // the caller can still rebuild from the ring (what the array does: it marks its index stale).

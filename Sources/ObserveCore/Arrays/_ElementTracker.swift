@@ -41,8 +41,9 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     /// recorded; it is rebuilt on next use).
     var isIndexed: Bool { true }
     /// The `count` elements that were in slots from `firstSlot` on moved `delta` slots (the ring
-    /// already shows it): recorded by the index, or the index becomes stale (element memberships
-    /// are still counted as elements enter and leave).
+    /// already shows it): recorded by the index (folding a full shift log first when lookups are
+    /// being made), or the index becomes stale (element memberships are still counted as elements
+    /// enter and leave).
     func shifted(firstSlot: Int, count: Int, delta: Int, ring: _RingBuffer<Element>) {}
     /// Shuts the tracker down: every element leaves, the directory forgets it.
     func deactivate(_ ring: _RingBuffer<Element>) {}
@@ -60,8 +61,8 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     @exclusivity(unchecked) private var _active = true
     /// The index no longer matches the ring; rebuilt before the next lookup.
     @exclusivity(unchecked) private var _stale = false
-    /// An element change looked the index up since its shift log was last emptied (by a fold or
-    /// a rebuild): whether a full log is worth folding (see `shifted`).
+    /// The index was looked up (an element change, `removeAll(of:)`) since its shift log was last
+    /// emptied by a fold or a rebuild: whether a full log is worth folding (see `shifted`).
     @exclusivity(unchecked) private var _lookedUpSinceLogEmptied = false
     @exclusivity(unchecked) private var _slots: [UInt32] = []
 
@@ -219,6 +220,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         Self._forEachRegistrar(ring) { $0._leaveArray() }
         _index.clear()
         _stale = false
+        _lookedUpSinceLogEmptied = false
     }
 
     override func deactivate(_ ring: _RingBuffer<Element>) {

@@ -282,7 +282,7 @@ struct Target {
 
     static let mixedNote = "a middle edit moves min(i, N - i) elements (memmove) and records the move in the "
         + "position index's shift log; every 32 to 128 such moves (more for larger arrays) the log is folded into "
-        + "the index's entries (about 1 ns per element), and every element change walks the log. Beyond that, it "
+        + "the index's entries (about 1 ns per index bucket), and every element change walks the log. Beyond that, it "
         + "needs chunked storage whose middle edits move few elements."
 
     static let sameObjectNote = "a notified set writes only its own thread's read-section record (no lock, no "

@@ -366,6 +366,7 @@ struct ElementObservationTests {
             if step % 2 == 0 { array.insert(pool[2_000 + step], at: array.count / 2) } else { array.remove(at: array.count / 2) }
             checkedChange(step)
             #expect(!array._isElementIndexStale, "step \(step): folded, not left behind")
+            array._checkInvariants()   // every entry, through the log or folded, names its element
         }
         // A burst of edits with no element change between: the log, once folded (changes had looked
         // the index up since the last fold), fills again, and is left behind; the next element
