@@ -866,16 +866,16 @@ cobs_status cobs_positions_move(cobs_positions *pos, uint32_t mask, uintptr_t el
 ** size). Folding rewrites each stored slot to its current slot instead and empties the log. Homes
 ** depend on elements, not slots, so no entry moves and the ring is not read: it is one pass over
 ** slots[] with a few instructions per bucket, without a full/empty branch (it mispredicted on a
-** quarter of the buckets and cost twice the time). Measured with a C driver (2,000 pairs of
-** random block moves of a ring, clang -O2; fold vs rebuild per full log): 1,000 elements 4.5 vs
-** 7 µs, 10,000: 21.5 vs 60 µs, 100,000: 142 vs 770 µs.
+** quarter of the buckets and cost twice the time). Measured with a C driver (4,000 pairs of
+** random block moves of a ring, clang -O2; fold vs rebuild per full log): 1,000 elements 5 vs
+** 7 µs, 10,000: 25 vs 60 µs, 100,000: 167 vs 740 µs.
 **
 ** The log's composition is a permutation of slot numbers that is a translation (mod log_mask + 1)
 ** on each of at most 1 + 3 * log_count runs of stored slots: each record is a translation on
 ** three ranges of current slots (the block, the slots it moves into, the rest), so it splits at
 ** most three runs. fold_runs() computes those runs in stored order, record by record (O(runs) per
 ** record), merging neighbours whose translation agrees. The pass over the entries then finds a
-** stored slot's run through a table of FOLD_CELLS equal cells of the slot space (each naming the
+** stored slot's run through a table of 2^FOLD_CELLS_LOG2 equal cells of the slot space (each naming the
 ** first run that overlaps it), so a slot's run is one load plus, rarely, a step or two. */
 #ifndef FOLD_CELLS_LOG2
 #define FOLD_CELLS_LOG2 12u /* the fuzzer builds with fewer cells, so that its small rings walk runs */
