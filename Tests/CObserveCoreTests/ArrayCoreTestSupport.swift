@@ -307,6 +307,23 @@ final class TestPositions {
 
     func slots(_ ring: TestRing, _ element: UInt) -> [UInt32] { lookup(ring, element, capacity: 4096).slots }
 
+    /// Records a block move the ring already shows (`cobs_positions_shift`); when the log is full,
+    /// folds it (`cobs_positions_fold`, which does not read the ring) and records the move again,
+    /// as the array does while element changes look the index up. Returns whether it folded.
+    @discardableResult
+    func shiftFoldingWhenFull(_ ring: TestRing, first: UInt32, count: UInt32, delta: Int64,
+                              sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        var status = cobs_positions_shift(raw, ring.mask, first, count, delta)
+        var folded = false
+        if status == COBS_BUFFER_TOO_SMALL {
+            assertStatus(cobs_positions_fold(raw), COBS_OK, "fold", sourceLocation: sourceLocation)
+            folded = true
+            status = cobs_positions_shift(raw, ring.mask, first, count, delta)
+        }
+        assertStatus(status, COBS_OK, "shift", sourceLocation: sourceLocation)
+        return folded
+    }
+
     func assertInvariants(_ ring: TestRing, sourceLocation: SourceLocation = #_sourceLocation) {
         assertStatus(cobs_positions_check_invariants(raw, ring.pointer, ring.mask), COBS_OK, "check_invariants",
                      sourceLocation: sourceLocation)

@@ -10,6 +10,14 @@ import Testing
     /// Distinct, 16-byte-aligned, non-zero "element addresses".
     private func element(_ i: Int) -> UInt { 0x7F00_0000_0000 + UInt(i) * 16 }
 
+    /// `count` distinct elements in slots 0..<count of a ring of 2^17, indexed by a rebuild.
+    private func indexOfDistinctElements(_ count: Int) -> (TestRing, TestPositions) {
+        let ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
+        for i in 0..<count { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        return (ring, index)
+    }
+
     // MARK: Entries
 
     @Test func insertedElementIsFoundAtItsSlot() {
@@ -144,9 +152,7 @@ import Testing
 
     @Test func theShiftLogOfALargeIndexHoldsMoreBlockMoves() {
         // 100,000 entries: a rebuild costs 100,000 probes, so the log takes 128 block moves.
-        let count = 100_000, ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
-        for i in 0..<count { ring[UInt32(i)] = element(i) }
-        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        let count = 100_000, (ring, index) = indexOfDistinctElements(count)
         var end = UInt32(count), recorded = 0
         while true {
             // Move the last 10 elements one slot up (an insertion near the back).
@@ -197,15 +203,7 @@ import Testing
                 let to = up ? (k < count ? k + e : k - count) : (k < e ? k + count : k - e)
                 ring[(region + to) & 255] = before[Int(k)]
             }
-            let delta = up ? Int64(e) : -Int64(e)
-            var status = cobs_positions_shift(index.raw, ring.mask, first, count, delta)
-            if status == COBS_BUFFER_TOO_SMALL {
-                // Full: fold the log (it does not read the ring, which already shows the move).
-                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
-                folds += 1
-                status = cobs_positions_shift(index.raw, ring.mask, first, count, delta)
-            }
-            assertStatus(status, COBS_OK)
+            if index.shiftFoldingWhenFull(ring, first: first, count: count, delta: up ? Int64(e) : -Int64(e)) { folds += 1 }
             moves += 1
             // Insertions and removals between moves translate their slots through the log.
             if step % 7 == 0, let free = (0..<256).map(UInt32.init).first(where: { ring[$0] == 0 }) {
@@ -231,19 +229,11 @@ import Testing
     @Test func aLargeIndexFoldsItsLogInsteadOfRebuilding() {
         // 100,000 entries and 1,000 insertions near the back, each moving the last 10 elements one
         // slot up: the log (128 block moves at this size) is folded whenever it is full.
-        let count = 100_000, ring = TestRing(mask: (1 << 17) - 1), index = TestPositions()
-        for i in 0..<count { ring[UInt32(i)] = element(i) }
-        assertStatus(cobs_positions_rebuild(index.raw, ring.pointer, ring.mask, 0, count), COBS_OK)
+        let count = 100_000, (ring, index) = indexOfDistinctElements(count)
         var end = UInt32(count), folds = 0
         for inserted in 0..<1_000 {
             for k in (0..<10).reversed() { ring[end - 10 + UInt32(k) + 1] = ring[end - 10 + UInt32(k)] }
-            var status = cobs_positions_shift(index.raw, ring.mask, end - 10, 10, 1)
-            if status == COBS_BUFFER_TOO_SMALL {
-                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
-                folds += 1
-                status = cobs_positions_shift(index.raw, ring.mask, end - 10, 10, 1)
-            }
-            assertStatus(status, COBS_OK)
+            if index.shiftFoldingWhenFull(ring, first: end - 10, count: 10, delta: 1) { folds += 1 }
             ring[end - 10] = element(count + inserted)   // the inserted element, indexed
             assertStatus(cobs_positions_insert(index.raw, ring.pointer, ring.mask, element(count + inserted), end - 10),
                          COBS_OK)
@@ -303,13 +293,7 @@ import Testing
         func shiftUp(_ first: UInt32, _ length: UInt32) {
             for k in (0..<length).reversed() { ring[(first + k + 1) & mask] = ring[(first + k) & mask] }
             ring[first] = 0
-            var status = cobs_positions_shift(index.raw, mask, first, length, 1)
-            if status == COBS_BUFFER_TOO_SMALL {
-                assertStatus(cobs_positions_fold(index.raw), COBS_OK)
-                folds += 1
-                status = cobs_positions_shift(index.raw, mask, first, length, 1)
-            }
-            assertStatus(status, COBS_OK)
+            if index.shiftFoldingWhenFull(ring, first: first, count: length, delta: 1) { folds += 1 }
         }
         for _ in 0..<400 {
             state = state &* 6364136223846793005 &+ 1442695040888963407
