@@ -902,10 +902,14 @@ extension ObservableArray {
     }
 
     /// `sort` when someone observes: sorts positions by the elements of `copy`, then applies the
-    /// permutation and reports it, unless the array is no longer `snapshot` (false). Not inlined:
-    /// the comparator stays specialised in the unobserved path, where it is the whole cost; here
-    /// reporting a move per element that changed place costs more than the calls.
-    @usableFromInline
+    /// permutation and reports it, unless the array is no longer `snapshot` (false).
+    ///
+    /// Inlinable, so that the caller's module specialises it for its element type, but never
+    /// inlined: with a second sort inlined beside `Array`'s part, the comparator of the unobserved
+    /// path was called through a thunk (`array.unobserved-sort` 1.1x -> 2.4x `Array`). Here it is
+    /// an indirect call per comparison on specialised code; unspecialised (not inlinable), finding
+    /// that 100k sorted elements stay put took 3.3 ms, against 56 µs unobserved.
+    @inlinable @inline(never)
     internal func _sortObserved(_ copy: _RingBuffer<Element>, by areInIncreasingOrder: (Element, Element) throws -> Bool,
                                 replacing snapshot: consuming _RingBuffer<Element>?) rethrows -> Bool {
         let elements = UnsafeMutableBufferPointer(start: copy.base, count: copy.count)
