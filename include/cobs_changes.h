@@ -69,7 +69,8 @@ typedef struct cobs_run {
 } cobs_run;
 
 /// Sorts `runs` into canonical order and merges touching runs of the same op, in place.
-/// Writes the resulting number of runs to `*out_count` (<= count). O(count log count).
+/// Writes the resulting number of runs to `*out_count` (<= count). O(count log count); O(count)
+/// when `runs` is already in canonical order.
 /// Errors: COBS_INVALID_ARGUMENT (runs NULL with count > 0, out_count NULL, an unknown op,
 /// length 0, reserved_ != 0, `to` != 0 outside MOVE, index + length overflowing), with `runs`
 /// unchanged. Normalizing does not check consistency; validate does.

@@ -20,6 +20,20 @@ import Testing
         #expect(result == [.remove(0, 5), .insert(10, 5), .modify(1, 2)])
     }
 
+    @Test func normalizeOfRunsAlreadyInOrderStillMergesAndOfRunsOutOfOrderOnlyAtTheEndStillSorts() {
+        // Sorted input skips the sort (a reversal's 100,000 moves arrive in order), not the merge.
+        let (status, merged) = normalized([.remove(0), .remove(1), .move(2, to: 9), .move(3, to: 10), .modify(4)])
+        assertStatus(status, COBS_OK)
+        #expect(merged == [.remove(0, 2), .move(2, 2, to: 9), .modify(4)])
+        // In order but for the last pair: the check runs to the end.
+        let inOrder: [Run] = (0..<200).map { (i: Int) -> Run in Run.move(UInt64(2 * i), to: UInt64(1_000 - 2 * i)) }
+        var runs = inOrder
+        runs.swapAt(198, 199)
+        let (sortedStatus, sorted) = normalized(runs)
+        assertStatus(sortedStatus, COBS_OK)
+        #expect(sorted == inOrder)
+    }
+
     @Test func normalizeKeepsTouchingRunsOfDifferentOpsApart() {
         let (status, result) = normalized([.remove(0, 2), .insert(2, 2)])
         assertStatus(status, COBS_OK)
