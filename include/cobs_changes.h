@@ -17,7 +17,8 @@
 **   2. every INSERT run, ascending by start;
 **   3. every MOVE run, ascending by start;
 **   4. every MODIFY run, ascending by start.
-**   Within each op, runs neither overlap nor touch (touching runs are merged); MOVE runs merge
+**   (The full sort key is (op, start, length, to), which orders overlapping runs too, for validate
+**   to reject.) Within each op, runs neither overlap nor touch (touching runs are merged); MOVE runs merge
 **   only when both their sources and their destinations are contiguous.
 **
 ** Meaning (the rule that makes naive application safe, as for CollectionDifference): take the
@@ -70,7 +71,7 @@ typedef struct cobs_run {
 
 /// Sorts `runs` into canonical order and merges touching runs of the same op, in place.
 /// Writes the resulting number of runs to `*out_count` (<= count). O(count log count); O(count)
-/// when `runs` is already in canonical order.
+/// when `runs` is already in canonical order (the Swift twin, `_SwiftRunEncoding`, always sorts).
 /// Errors: COBS_INVALID_ARGUMENT (runs NULL with count > 0, out_count NULL, an unknown op,
 /// length 0, reserved_ != 0, `to` != 0 outside MOVE, index + length overflowing), with `runs`
 /// unchanged. Normalizing does not check consistency; validate does.

@@ -45,7 +45,8 @@
 **
 ** normalize first checks every record on its own (op, reserved_, length, `to`, overflow), so an
 ** error leaves the array untouched; then heap-sorts by (op, start, length, to), in place, with no
-** allocation; then merges exactly-touching runs of one op in a single pass. Runs that OVERLAP are
+** allocation, unless one pass finds the runs already in that order (most producers emit them so);
+** then merges exactly-touching runs of one op in a single pass. Runs that OVERLAP are
 ** deliberately not merged: overlapping runs of one op are never a correct change (an index
 ** removed twice), and merging them would turn a bug into a plausible-looking change. They stay
 ** sorted, and validate rejects them.
@@ -202,8 +203,9 @@ cobs_status cobs_changes_normalize(cobs_run *runs, size_t count, size_t *out_cou
     }
     /* Most producers emit runs already in canonical order (a permutation's moves in old-index
     ** order, a batch's encoder output): checking costs one pass, where the heap sort of 100,000
-    ** sorted moves (a reversal) took ~800 instructions per run. Runs equal in every key are
-    ** identical, so skipping the (unstable) sort changes nothing either. */
+    ** sorted moves (a reversal) took ~800 instructions per run. The key is every field but
+    ** reserved_, which is 0 in a well-formed run: runs with equal keys are identical, so input in
+    ** non-decreasing order is exactly what the (unstable) sort would return. */
     bool sorted = true;
     for (size_t i = 1; i < count && sorted; i++) sorted = !run_less(&runs[i], &runs[i - 1]);
     if (!sorted) heap_sort(runs, count, sizeof *runs, run_less);

@@ -36,7 +36,7 @@ struct BulkAndReadOperationTests {
         }
     }
 
-    @Test("sort hands the array's references to the sorted copy: each element released once, with an iterator reading the old order, after a throwing comparator, after a start-over",
+    @Test("sort hands the array's references to the sorted copy: each element released once, with an iterator reading the old order, after a throwing comparator, after a start-over, observed or not",
           arguments: ObservationBackend.allCases)
     func sortKeepsOneReferencePerElement(backend: ObservationBackend) throws {
         var deinits = 0
@@ -86,11 +86,27 @@ struct BulkAndReadOperationTests {
             let token = array.observe { _, _ in }   // observed: a permutation of the live storage
             array.sort { $0.key > $1.key }
             #expect(array.map(\.key) == Array((0...count).reversed()))
+            #expect(throws: Stop.self) {
+                try array.sort { a, b in
+                    if a.key == count / 2 || b.key == count / 2 { throw Stop() }
+                    return a.key < b.key
+                }
+            }
+            #expect(array.map(\.key) == Array((0...count).reversed()), "observed: a throwing comparator changes nothing")
+            var appendedWhileObserved = false
+            array.sort { a, b in
+                if !appendedWhileObserved {
+                    appendedWhileObserved = true
+                    array.append(Item(count + 1) { deinits += 1 })   // observed: the stale permutation is not applied
+                }
+                return a.key < b.key
+            }
+            #expect(array.map(\.key) == Array(0...(count + 1)))
             token.cancel()
             #expect(deinits == 0)
             withExtendedLifetime(iterator) {}
         }
-        #expect(deinits == count + 1, "every element released exactly once with the array")
+        #expect(deinits == count + 2, "every element released exactly once with the array")
     }
 
     @Test("a same-length replaceSubrange nobody observes overwrites in place, across the ring's wrap, and releases the old elements after the lock",
