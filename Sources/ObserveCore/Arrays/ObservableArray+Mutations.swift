@@ -1108,10 +1108,20 @@ extension ObservableArray {
     }
 }
 
+/// Whether a value of `type` is exactly one object reference: a class, or `AnyObject` itself. (A
+/// class-bound protocol existential, `any P` with `P: AnyObject`, also carries its witness tables
+/// and is not recognised: its elements compare as values, which they are not, so never equal.)
+internal func _isOneReference<Element>(_ type: Element.Type) -> Bool {
+    type is AnyObject.Type || ObjectIdentifier(type) == ObjectIdentifier(AnyObject.self)
+}
+
 /// Whether two elements are the same: identical objects, or equal `Equatable` values.
 internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
-    if Element.self is AnyObject.Type {
-        return (a as AnyObject) === (b as AnyObject)
+    if _isOneReference(Element.self) {
+        // One reference each: compare the words. `a as AnyObject` in this unspecialised code
+        // bridged each value through the runtime's dynamic cast (~1,000 instructions a pair:
+        // 40% of an observed subscript set with its element change, 1,079 -> 632 ns at 100k).
+        return withUnsafeBytes(of: a) { x in withUnsafeBytes(of: b) { y in x.load(as: UInt.self) == y.load(as: UInt.self) } }
     }
     return _valuesEqual(a, b) ?? false
 }
@@ -1120,8 +1130,8 @@ internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
 /// `_identical` decides, with the type tested once per call, not per element (a dynamic cast and
 /// an existential per element cost ~300 ns each: replacing 100k elements took 32 ms, callgrind).
 internal func _sameElements<Element>(_ ring: _RingBuffer<Element>, from start: Int, as new: ContiguousArray<Element>) -> Bool {
-    if Element.self is AnyObject.Type {
-        // True only for class types, whose values are one reference: compare the words.
+    if _isOneReference(Element.self) {
+        // One reference each: compare the words.
         let addresses = ring.addresses
         return new.withUnsafeBytes { words in
             (0..<new.count).allSatisfy { k in

@@ -110,6 +110,35 @@ struct ObservableArrayTests {
         #expect(describe(c[0]) == ["2 2->nil", "20 nil->2"])
     }
 
+    @Test("setting an element to itself reports nothing, to another one a replace: objects, AnyObject, values",
+          arguments: ObservationBackend.allCases)
+    func subscriptSetOfTheSameElementReportsNothing(backend: ObservationBackend) {
+        /// Counts the changes `array[1] = same` then `array[1] = other` report.
+        func reported<Element>(_ array: ObservableArray<Element>, same: Element, other: Element) -> [Int] {
+            var counts: [Int] = []
+            let token = array.observe { _, change in counts.append(change.insertedCount) }
+            array[1] = same
+            counts.append(-1)   // the separator: nothing before it
+            array[1] = other
+            token.cancel()
+            return counts
+        }
+        let objects = [NamedBox("a"), NamedBox("b"), NamedBox("c")]
+        #expect(reported(ObservableArray(objects, backend: backend), same: objects[1], other: objects[2]) == [-1, 1])
+        let anyObjects: [AnyObject] = objects
+        #expect(reported(ObservableArray(anyObjects, backend: backend), same: anyObjects[1], other: anyObjects[0]) == [-1, 1])
+        #expect(reported(ObservableArray(anyObjects, backend: backend), same: anyObjects[1], other: NamedBox("b")) == [-1, 1],
+                "an equal name is not the same object")
+        #expect(reported(ObservableArray([1, 2, 3], backend: backend), same: 2, other: 3) == [-1, 1])
+        // A replace of the same length with the same objects reports nothing either.
+        let array = ObservableArray(anyObjects, backend: backend)
+        var calls = 0
+        let token = array.observe { _, _ in calls += 1 }
+        array.replaceSubrange(0..<2, with: anyObjects[0..<2])
+        token.cancel()
+        #expect(calls == 0)
+    }
+
     @Test("swapping 2 and 3 reports both with old and new indices", arguments: ObservationBackend.allCases)
     func swapReportsBoth(backend: ObservationBackend) {
         let array = ObservableArray([0, 1, 2, 3, 4], backend: backend)
@@ -524,4 +553,10 @@ struct ObservableArrayTests {
         let removeFirstMessage = String(decoding: removeFirst?.standardErrorContent ?? [], as: UTF8.self)
         #expect(removeFirstMessage.contains("ObservableArray.removeFirst: the array is empty"))
     }
+}
+
+/// An object with a name: equal names, different objects.
+final class NamedBox {
+    let name: String
+    init(_ name: String) { self.name = name }
 }
