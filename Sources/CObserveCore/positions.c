@@ -932,9 +932,8 @@ static uint32_t fold_runs(const struct cobs_positions *pos, fold_run *runs, fold
 }
 
 /* The current slot of stored slot `s`, through the runs and their cell table. */
-static COBS_ALWAYS_INLINE uint32_t fold_map(const fold_run *runs, uint32_t n, const uint16_t *cells, unsigned cell_shift,
-                                uint32_t mask, uint32_t s) {
-    (void)n;
+static COBS_ALWAYS_INLINE uint32_t fold_map(const fold_run *runs, const uint16_t *cells, unsigned cell_shift,
+                                             uint32_t mask, uint32_t s) {
     uint32_t k = cells[s >> cell_shift];
     while (runs[k + 1].lo <= s) k++;   /* runs[n] is a sentinel above every slot */
     return (s + runs[k].off) & mask;
@@ -973,7 +972,7 @@ static COBS_NOINLINE COBS_COLD cobs_status fold_log(struct cobs_positions *pos) 
         const dup_record *record = &pos->records[i];
         if (record->element == 0) continue;
         for (uint32_t j = 0; j < record->count; j++) {
-            const uint32_t to = fold_map(runs, n, cells, cell_shift, mask, record->slots[j]);
+            const uint32_t to = fold_map(runs, cells, cell_shift, mask, record->slots[j]);
             if (to > highest) highest = to;
         }
     }
@@ -992,7 +991,7 @@ static COBS_NOINLINE COBS_COLD cobs_status fold_log(struct cobs_positions *pos) 
     for (size_t i = 0; i < pos->capacity; i++) {
         const uint32_t field = pos->slots[i];
         const uint32_t full = 0u - (uint32_t)!is_empty(pos->ctrl[i]);   /* all ones or 0 */
-        const uint32_t mapped = fold_map(runs, n, cells, cell_shift, mask, field & mask & full);
+        const uint32_t mapped = fold_map(runs, cells, cell_shift, mask, field & mask & full);
         const bool plain = full != 0 && !is_record(field);
         pos->slots[i] = plain ? mapped : field;
     }
@@ -1000,7 +999,7 @@ static COBS_NOINLINE COBS_COLD cobs_status fold_log(struct cobs_positions *pos) 
         dup_record *record = &pos->records[i];
         if (record->element == 0) continue;
         for (uint32_t j = 0; j < record->count; j++) {
-            const uint32_t to = fold_map(runs, n, cells, cell_shift, mask, record->slots[j]);
+            const uint32_t to = fold_map(runs, cells, cell_shift, mask, record->slots[j]);
             record->slots[j] = to;
             pos->dup_pos[to] = j;
         }

@@ -241,6 +241,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     /// snapshot of the contents.
     @inlinable
     public func lastIndex(where predicate: (Element) throws -> Bool) rethrows -> Int? {
+        // `_withSnapshotBuffer`'s body, written out: its typed throws cannot carry `rethrows`.
         let iterator = makeIterator()
         defer { iterator._storage.readerDone() }
         return try withExtendedLifetime(iterator) {

@@ -161,7 +161,7 @@ extension ObservableArray {
         // deinit may use the array, `_keepUntilUnlocked`): objects one by one, as themselves;
         // other values collected like captured ones and handed over in one box.
         let trivial = !capture && _isPOD(Element.self)
-        let collect = capture || (!trivial && !(Element.self is AnyObject.Type))
+        let collect = capture || (!trivial && !_isOneReference(Element.self))
         if collect { removed.reserveCapacity(k) }
         for i in range {
             let pointer = ring.base + ring.slot(i)

@@ -170,7 +170,7 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// `_keepUntilUnlocked` of one element (an object is kept as itself: no allocation).
     internal func _keepUntilUnlocked(_ element: consuming Element) {
         if _isPOD(Element.self) { return }
-        if Element.self is AnyObject.Type {
+        if _isOneReference(Element.self) {
             _releaseAfterUnlock.append(unsafeBitCast(element, to: AnyObject.self))
         } else {
             _releaseAfterUnlock.append(_ElementsReleasedAfterUnlock([element]))
