@@ -1108,17 +1108,38 @@ extension ObservableArray {
     }
 }
 
-/// Whether a value of `type` is exactly one object reference: a class, or `AnyObject` itself. (A
-/// class-bound protocol existential, `any P` with `P: AnyObject`, also carries its witness tables
-/// and is not recognised: its elements compare as values, which they are not, so never equal.)
+/// Whether a value of `type` is exactly one object reference: a class, or `AnyObject` itself.
+/// (What may be cast to `AnyObject` bit for bit; a class-bound protocol existential also carries
+/// witness tables: see `_isIdentifiedByReference`.)
 internal func _isOneReference<Element>(_ type: Element.Type) -> Bool {
     type is AnyObject.Type || ObjectIdentifier(type) == ObjectIdentifier(AnyObject.self)
 }
 
+/// Whether a value of `type` is identified by the object reference in its first word: one
+/// reference (`_isOneReference`), or a class-bound existential (`any P` with `P: AnyObject`, or
+/// `any C & P` with a class `C`), whose other words are witness tables fixed by the object's
+/// dynamic type, so the same object gives the same words.
+internal func _isIdentifiedByReference<Element>(_ type: Element.Type) -> Bool {
+    _isOneReference(type) || _isClassBoundExistential(type)
+}
+
+/// Whether `type` is a class-bound existential, read from its metadata: the runtime's test for
+/// it is not public. The layout is the Swift ABI's: an existential type's metadata starts with
+/// its kind word, `MetadataKind::Existential` (0x303), then 32 bits of `ExistentialTypeFlags`
+/// whose top bit is clear when the existential is class-bound (`ProtocolClassConstraint::Class`
+/// is 0). `any Error` and `Any` have it set. Existentials with constraints on primary associated
+/// types have another kind (extended existentials) and are not recognised: their values compare
+/// as values, never equal, as before.
+internal func _isClassBoundExistential(_ type: Any.Type) -> Bool {
+    let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+    guard metadata.load(as: UInt.self) == 0x303 else { return false }
+    return metadata.load(fromByteOffset: MemoryLayout<UInt>.stride, as: UInt32.self) & 0x8000_0000 == 0
+}
+
 /// Whether two elements are the same: identical objects, or equal `Equatable` values.
 internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
-    if _isOneReference(Element.self) {
-        // One reference each: compare the words. `a as AnyObject` in this unspecialised code
+    if _isIdentifiedByReference(Element.self) {
+        // The references: compare the first words. `a as AnyObject` in this unspecialised code
         // bridged each value through the runtime's dynamic cast (~1,000 instructions a pair:
         // 40% of an observed subscript set with its element change, 1,079 -> 632 ns at 100k).
         return withUnsafeBytes(of: a) { x in withUnsafeBytes(of: b) { y in x.load(as: UInt.self) == y.load(as: UInt.self) } }
@@ -1130,12 +1151,14 @@ internal func _identical<Element>(_ a: Element, _ b: Element) -> Bool {
 /// `_identical` decides, with the type tested once per call, not per element (a dynamic cast and
 /// an existential per element cost ~300 ns each: replacing 100k elements took 32 ms, callgrind).
 internal func _sameElements<Element>(_ ring: _RingBuffer<Element>, from start: Int, as new: ContiguousArray<Element>) -> Bool {
-    if _isOneReference(Element.self) {
-        // One reference each: compare the words.
-        let addresses = ring.addresses
+    if _isIdentifiedByReference(Element.self) {
+        // The references: compare the first word of each element (a class-bound existential is
+        // wider than one word, so by the element's stride).
+        let stride = MemoryLayout<Element>.stride
         return new.withUnsafeBytes { words in
             (0..<new.count).allSatisfy { k in
-                addresses[ring.slot(start &+ k)] == words.load(fromByteOffset: k &* MemoryLayout<UInt>.stride, as: UInt.self)
+                UnsafeRawPointer(ring.base + ring.slot(start &+ k)).load(as: UInt.self)
+                    == words.load(fromByteOffset: k &* stride, as: UInt.self)
             }
         }
     }

@@ -110,7 +110,7 @@ struct ObservableArrayTests {
         #expect(describe(c[0]) == ["2 2->nil", "20 nil->2"])
     }
 
-    @Test("setting an element to itself reports nothing, to another one a replace: objects, AnyObject, values",
+    @Test("setting an element to itself reports nothing, to another one a replace: objects, AnyObject, class-bound existentials, values",
           arguments: ObservationBackend.allCases)
     func subscriptSetOfTheSameElementReportsNothing(backend: ObservationBackend) {
         /// Counts the changes `array[1] = same` then `array[1] = other` report.
@@ -129,14 +129,30 @@ struct ObservableArrayTests {
         #expect(reported(ObservableArray(anyObjects, backend: backend), same: anyObjects[1], other: anyObjects[0]) == [-1, 1])
         #expect(reported(ObservableArray(anyObjects, backend: backend), same: anyObjects[1], other: NamedBox("b")) == [-1, 1],
                 "an equal name is not the same object")
+        // `any P` with `P: AnyObject`: two words (the object and a witness table), the same object.
+        let named: [any NamedObject] = objects
+        #expect(reported(ObservableArray(named, backend: backend), same: named[1], other: named[2]) == [-1, 1])
+        #expect(reported(ObservableArray(named, backend: backend), same: named[1], other: NamedBox("b")) == [-1, 1],
+                "an equal name is not the same object")
+        // Existentials that are not class-bound compare as values: `any Error` of a class is never
+        // the same, an `Int` in an `Any` neither (`Any` is not `Equatable`).
+        let errors: [any Error] = [ErrorBox(), ErrorBox(), ErrorBox()]
+        #expect(reported(ObservableArray(errors, backend: backend), same: errors[1], other: errors[2]) == [1, -1, 1])
+        #expect(reported(ObservableArray([1, 2, 3] as [Any], backend: backend), same: 2, other: 3) == [1, -1, 1])
         #expect(reported(ObservableArray([1, 2, 3], backend: backend), same: 2, other: 3) == [-1, 1])
         // A replace of the same length with the same objects reports nothing either.
-        let array = ObservableArray(anyObjects, backend: backend)
-        var calls = 0
-        let token = array.observe { _, _ in calls += 1 }
-        array.replaceSubrange(0..<2, with: anyObjects[0..<2])
-        token.cancel()
-        #expect(calls == 0)
+        func replacesOfTheSame<Element>(_ elements: [Element]) -> Int {
+            let array = ObservableArray(elements, backend: backend)
+            var calls = 0
+            let token = array.observe { _, _ in calls += 1 }
+            array.replaceSubrange(0..<2, with: elements[0..<2])
+            array.replaceSubrange(1..<3, with: [elements[0], elements[2]])   // not the same at 1
+            token.cancel()
+            return calls
+        }
+        #expect(replacesOfTheSame(anyObjects) == 1)
+        #expect(replacesOfTheSame(named) == 1)
+        #expect(replacesOfTheSame(objects) == 1)
     }
 
     @Test("swapping 2 and 3 reports both with old and new indices", arguments: ObservationBackend.allCases)
@@ -556,7 +572,15 @@ struct ObservableArrayTests {
 }
 
 /// An object with a name: equal names, different objects.
-final class NamedBox {
+final class NamedBox: NamedObject {
     let name: String
     init(_ name: String) { self.name = name }
 }
+
+/// A class-bound protocol: `any NamedObject` is an object reference and a witness table.
+protocol NamedObject: AnyObject {
+    var name: String { get }
+}
+
+/// An error that is an object: `any Error` of it is not class-bound.
+final class ErrorBox: Error {}
