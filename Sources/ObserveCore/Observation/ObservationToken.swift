@@ -36,6 +36,11 @@ public final class ObservationToken: @unchecked Sendable {
     deinit { cancel() }
 
     /// Stops the observation. Calling it again does nothing.
+    ///
+    /// The handler, and what it captures, is released here unless another thread is in the
+    /// middle of notifying the object (or is nested more than four notifications deep, which
+    /// counts as notifying every object): then it goes when that notification ends, on that
+    /// thread.
     public func cancel() {
         _target?._tokenCancel()
     }
