@@ -70,10 +70,9 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     ///
     /// The two passes over the elements — building the position index and counting one
     /// membership in each element's registrar — touch disjoint memory (the index's table; the
-    /// registrars' membership words) and only read the ring, so from
-    /// `_parallelSetupThreshold` elements they run on two threads at once
-    /// (`DispatchQueue.concurrentPerform`, which runs both on this thread when no other is free).
-    /// At 100k elements the index pass is ~11 ns and the membership pass ~8.5 ns per element.
+    /// registrars' membership words) and only read the ring, so they run side by side
+    /// (`_bothPasses`). At 100k elements the index pass is ~11 ns and the membership pass ~8.5 ns
+    /// per element.
     init(array: ObservableArray<Element>, keys elementKeys: [_ElementKey], ring: _RingBuffer<Element>) {
         let keyIDs = elementKeys.map(\.id)
         self.array = _UnownedReference(array)
@@ -88,22 +87,33 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
             }
         }
         let enterAll = { Self._forEachRegistrar(ring) { $0._enterArray(memberBits: memberBits) } }
-        if ring.count >= Self._parallelSetupThreshold {
-            // Both passes end before concurrentPerform returns, with the array's lock still held.
-            let passes = _UncheckedSendable((buildIndex, enterAll))
-            DispatchQueue.concurrentPerform(iterations: 2) { pass in
-                if pass == 0 { passes.value.0() } else { passes.value.1() }
-            }
-        } else {
-            buildIndex()
-            enterAll()
-        }
+        Self._bothPasses(elements: ring.count, buildIndex, enterAll)
         for keyID in keyIDs { _ElementTrackerDirectory.shared.register(self, keyID: keyID) }
     }
 
-    /// The element count from which setup runs its two passes on two threads: below it, waking a
+    /// Runs the index pass and the membership pass over `elements` elements: from
+    /// `_parallelPassesThreshold` elements on two threads at once (`DispatchQueue.concurrentPerform`,
+    /// which runs both on this thread when no other is free), below it one after the other. Both
+    /// end before this returns, with the caller's lock (the array's) still held.
+    private static func _bothPasses(elements: Int, _ indexPass: () -> Void, _ membershipPass: () -> Void) {
+        guard elements >= _parallelPassesThreshold else {
+            indexPass()
+            membershipPass()
+            return
+        }
+        withoutActuallyEscaping(indexPass) { indexPass in
+            withoutActuallyEscaping(membershipPass) { membershipPass in
+                let passes = _UncheckedSendable((indexPass, membershipPass))
+                DispatchQueue.concurrentPerform(iterations: 2) { pass in
+                    if pass == 0 { passes.value.0() } else { passes.value.1() }
+                }
+            }
+        }
+    }
+
+    /// The element count from which the two passes run on two threads: below it, waking a
     /// second thread (~10-20 µs) costs more than half a pass saves.
-    static var _parallelSetupThreshold: Int { 16_384 }
+    static var _parallelPassesThreshold: Int { 8_192 }
 
     override var isActive: Bool { _active }
 
@@ -175,14 +185,18 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
 
     /// The index takes the run in one call (`insertRun`), then each element's membership is
     /// counted: the C index validates once and prefetches, where one call per element did neither.
+    /// A run long enough takes both passes side by side, as setup does (`_bothPasses`).
     override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
         guard !indices.isEmpty else { return }
-        let memberBits = _memberBits, addresses = ring.addresses
-        if !_stale {
-            _index.insertRun(ring: addresses, mask: UInt32(ring.mask), first: UInt32(ring.slot(indices.lowerBound)),
-                             count: indices.count)
-        }
-        for i in indices { Self._withRegistrar(at: addresses[ring.slot(i)]) { $0._enterArray(memberBits: memberBits) } }
+        let memberBits = _memberBits, addresses = ring.addresses, index = _index, stale = _stale
+        Self._bothPasses(elements: indices.count, {
+            if !stale {
+                index.insertRun(ring: addresses, mask: UInt32(ring.mask), first: UInt32(ring.slot(indices.lowerBound)),
+                                count: indices.count)
+            }
+        }, {
+            for i in indices { Self._withRegistrar(at: addresses[ring.slot(i)]) { $0._enterArray(memberBits: memberBits) } }
+        })
     }
 
     override func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {

@@ -102,7 +102,7 @@ struct ArraySetupScenario: ArrayScenario {
          + "(malloc accounting); index: ObserveCore's element-position index alone (_elementIndexBytes / N).",
          "per-element-naive, observation and opencombine include building their element -> index Dictionary "
          + "(what they need to report indices); the array and its elements exist before and are not counted.",
-         "c/swift from 16,384 elements: the index pass and the membership pass run on two threads at once "
+         "c/swift from 8,192 elements: the index pass and the membership pass run on two threads at once "
          + "(DispatchQueue.concurrentPerform), so ns/element is wall time, with two cores busy; below that, one."]
     }
 
@@ -463,7 +463,9 @@ struct ArrayAppendScenario: ArrayScenario {
     }
     var notes: [String] {
         ["one op = one append(contentsOf:) of 10,000; figures per appended element; removeLast(10,000) afterwards "
-         + "is not timed. c/swift: every append is checked to arrive as one change of one run of 10,000."]
+         + "is not timed. c/swift: every append is checked to arrive as one change of one run of 10,000.",
+         "c/swift: the appended run's two passes (its position-index entries, one membership per element) run on "
+         + "two threads at once, as setup's do (DispatchQueue.concurrentPerform), so ns/element is wall time."]
     }
 
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { heavySampling(config) }

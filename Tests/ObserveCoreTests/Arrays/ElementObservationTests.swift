@@ -29,8 +29,8 @@ struct ElementObservationTests {
     @Test("tracking a large array (setup on two threads) indexes every element, copies included; two arrays share the elements",
           arguments: ObservationBackend.allCases)
     func largeArraySetupOnTwoThreads(backend: ObservationBackend) {
-        // 40,000 elements: above the 16,384 from which setup runs its index pass and its membership
-        // pass on two threads (`_ElementTracker._parallelSetupThreshold`).
+        // 40,000 elements: above the 8,192 from which setup runs its index pass and its membership
+        // pass on two threads (`_ElementTracker._parallelPassesThreshold`).
         var roster = (0..<40_000).map { Student(backend, "s\($0)") }
         let shared = roster[123]
         roster[39_000] = shared                          // one element at two indices
@@ -55,6 +55,34 @@ struct ElementObservationTests {
         secondToken.cancel()
         shared.name = "after both"                       // no membership left: nothing reported, no trap
         #expect(firstSeen.count == 2 && secondSeen.count == 3)
+    }
+
+    @Test("appending a long run to a tracked array (both passes on two threads) indexes every new element, copies included",
+          arguments: ObservationBackend.allCases)
+    func longAppendOnTwoThreads(backend: ObservationBackend) {
+        // 12,000 appended: above the 8,192 from which a run's index pass and membership pass run
+        // on two threads (`_ElementTracker._parallelPassesThreshold`).
+        let start = (0..<100).map { Student(backend, "s\($0)") }
+        var run = (0..<12_000).map { Student(backend, "r\($0)") }
+        run[11_000] = start[7]                           // already in the array: one more index
+        run[5] = run[4]                                  // twice within the run
+        let array = ObservableArray(start, backend: backend)
+        var seen: [[Int]] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
+        }
+        array.append(contentsOf: run)
+        array._checkInvariants()
+        run[9_000].name = "x"
+        start[7].name = "y"
+        run[4].name = "z"
+        #expect(seen == [[9_100], [7, 11_100], [104, 105]])
+        array.removeLast(12_000)
+        array._checkInvariants()
+        run[9_000].name = "gone"                         // its membership went with it: nothing reported
+        start[7].name = "kept"
+        #expect(seen.count == 4 && seen.last == [7])
+        token.cancel()
     }
 
     @Test("a change found through a tracker that a handler replaced is not reported to the replacement's observers",
