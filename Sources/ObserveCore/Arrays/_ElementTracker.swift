@@ -189,7 +189,8 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     override func enter(indices: Range<Int>, ring: _RingBuffer<Element>) {
         guard !indices.isEmpty else { return }
         let memberBits = _memberBits, addresses = ring.addresses, index = _index, stale = _stale
-        Self._bothPasses(elements: indices.count, {
+        // A stale index takes no entries: then the membership pass runs alone, on this thread.
+        Self._bothPasses(elements: stale ? 0 : indices.count, {
             if !stale {
                 index.insertRun(ring: addresses, mask: UInt32(ring.mask), first: UInt32(ring.slot(indices.lowerBound)),
                                 count: indices.count)

@@ -37,10 +37,10 @@ public final class ObservationToken: @unchecked Sendable {
 
     /// Stops the observation. Calling it again does nothing.
     ///
-    /// The handler, and what it captures, is released here unless another thread is in the
-    /// middle of notifying the object (or is nested more than four notifications deep, which
-    /// counts as notifying every object): then it goes when that notification ends, on that
-    /// thread.
+    /// The handler, and what it captures, stays with the token: it is released when the token is
+    /// (set the token to nil to break a cycle through a strong capture), or later, on another
+    /// thread, if a notification in progress there, a queued delivery or an open transaction
+    /// still holds it then (README, "Threads").
     public func cancel() {
         _target?._tokenCancel()
     }
