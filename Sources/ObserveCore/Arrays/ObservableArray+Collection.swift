@@ -237,6 +237,30 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
         return nil
     }
 
+    /// The elements of a snapshot of the contents that satisfy `isIncluded`, in order, in a new
+    /// array that nobody observes yet: one pass with no lock held (the predicate may read the
+    /// array), then one build, where `RangeReplaceableCollection`'s default appended, and so
+    /// locked, once per element kept.
+    ///
+    /// ```swift
+    /// let passing = students.filter { $0.grade >= 50 }   // an ObservableArray<Student>
+    /// ```
+    @inlinable
+    public func filter(_ isIncluded: (Element) throws -> Bool) rethrows -> ObservableArray<Element> {
+        // `_withSnapshotBuffer`'s body, written out: its typed throws cannot carry `rethrows`.
+        let iterator = makeIterator()
+        defer { iterator._storage.readerDone() }
+        let kept = try withExtendedLifetime(iterator) { () throws -> ContiguousArray<Element> in
+            var kept = ContiguousArray<Element>()
+            for element in UnsafeBufferPointer(start: iterator._next, count: iterator._end - iterator._next)
+            where try isIncluded(element) {
+                kept.append(element)
+            }
+            return kept
+        }
+        return ObservableArray(kept)
+    }
+
     /// The index of the last element that satisfies `predicate`, or nil: one backward pass over a
     /// snapshot of the contents.
     @inlinable

@@ -345,9 +345,35 @@ extension ObservableArray {
     }
 
     /// Adds `elements` at the end: one ``ArrayChange/Kind/append`` change, one run however many.
+    /// - Complexity: O(`elements.count`) amortised.
+    @inlinable
     public func append<S: Sequence>(contentsOf elements: S) where S.Element == Element {
         let new = ContiguousArray(elements)
         guard !new.isEmpty else { return }
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique && _storage.capacity &- _storage.count >= new.count) {
+            // Nobody observing and room for all: copied in after the last element, in at most two
+            // runs (up to the end of the allocation, then from its start), as `Array` copies.
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
+            new.withUnsafeBufferPointer { source in
+                let start = ring.slot(ring.count)
+                let first = Swift.min(source.count, ring.capacity &- start)
+                (ring.base + start).initialize(from: source.baseAddress.unsafelyUnwrapped, count: first)
+                if source.count > first {
+                    ring.base.initialize(from: source.baseAddress.unsafelyUnwrapped + first, count: source.count &- first)
+                }
+            }
+            ring.count &+= new.count
+            _lock.unlock(movingOnly: Element.self)
+            return
+        }
+        _lock.unlock(movingOnly: Element.self)
+        _append(contentsOf: new)
+    }
+
+    /// `append(contentsOf:)` when someone observes (or the storage is shared or too small).
+    @usableFromInline
+    internal func _append(contentsOf new: ContiguousArray<Element>) {
         _mutate {
             let old = _storage.count
             _insertElements(new, at: old)
@@ -479,7 +505,42 @@ extension ObservableArray {
     }
 
     /// Removes the last `k` elements. Reports ``ArrayChange/Kind/removeLast``.
+    /// - Complexity: O(`k`).
+    @inlinable
     public func removeLast(_ k: Int) {
+        _lock.lock()
+        if _fastPath(_isQuietAndUnique && k > 0 && k <= _storage.count) {
+            // Nobody observing: the elements are moved out, in at most two runs, and released once
+            // the lock is dropped (their deinit may use the array); values holding no references
+            // need neither.
+            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
+            let start = ring.count &- k
+            ring.count = start
+            if _isPOD(Element.self) {
+                _lock.unlock(movingOnly: Element.self)
+                return
+            }
+            let removed = ContiguousArray<Element>(unsafeUninitializedCapacity: k) { removed, initialized in
+                var done = 0
+                while done < k {
+                    let slot = ring.slot(start &+ done)
+                    let run = Swift.min(k &- done, ring.capacity &- slot)
+                    (removed.baseAddress.unsafelyUnwrapped + done).moveInitialize(from: ring.base + slot, count: run)
+                    done &+= run
+                }
+                initialized = k
+            }
+            _lock.unlock(movingOnly: Element.self)
+            _releaseAfterUnlocking(removed)
+            return
+        }
+        _lock.unlock(movingOnly: Element.self)
+        _removeLast(k)
+    }
+
+    /// `removeLast(_:)` when someone observes (or the storage is shared, or `k` is 0 or out of range).
+    @usableFromInline
+    internal func _removeLast(_ k: Int) {
         _mutate {
             let old = _storage.count
             _require(k >= 0 && k <= old, "ObservableArray.removeLast: cannot remove \(k) of \(old) elements")
@@ -644,26 +705,39 @@ extension ObservableArray {
     public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
         let new = ContiguousArray(newElements)
         _lock.lock()
-        if _fastPath(_isQuietAndUnique && bounds.count == new.count && !bounds.isEmpty
-                     && bounds.lowerBound >= 0 && bounds.upperBound <= _storage.count) {
-            // Same length, nobody observing: overwrite in place, run by run of the ring (as
-            // `Array` does); the old elements are released once the lock is dropped.
+        let k = bounds.count, m = new.count
+        if _fastPath(_isQuietAndUnique && (k > 0 || m > 0) && bounds.lowerBound >= 0
+                     && bounds.upperBound <= _storage.count && _storage.count &- k &+ m <= _storage.capacity) {
+            // Nobody observing and room enough: the shorter side of the ring moves once, by the
+            // difference in length (none when the lengths are equal: overwritten in place, as
+            // `Array` does), the old elements are moved out, to be released once the lock is
+            // dropped (their deinit may use the array), and the new ones copied in.
             unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
-            let olds = ContiguousArray<Element>(unsafeUninitializedCapacity: new.count) { olds, initialized in
-                new.withUnsafeBufferPointer { source in
-                    var done = 0
-                    while done < source.count {
-                        let slot = ring.slot(bounds.lowerBound &+ done)
-                        let run = Swift.min(source.count &- done, ring.capacity &- slot)
-                        (olds.baseAddress.unsafelyUnwrapped + done).moveInitialize(from: ring.base + slot, count: run)
-                        (ring.base + slot).initialize(from: source.baseAddress.unsafelyUnwrapped + done, count: run)
-                        done &+= run
-                    }
+            let lower = bounds.lowerBound
+            func reshape(keepingOldIn removed: UnsafeMutablePointer<Element>?) {
+                if m > k {
+                    // The extra slots first, after the range, while every slot that moves holds an element.
+                    ring.openGap(at: bounds.upperBound, count: m &- k) { ring.moveLogical(from: $0, to: $1, count: $2) }
+                } else if m < k {
+                    // The old elements past the new length out, then their slots closed.
+                    ring.moveOut(from: lower &+ m, count: k &- m, to: removed.map { $0 + m })
+                    ring.closeGap((lower &+ m)..<(lower &+ k)) { ring.moveLogical(from: $0, to: $1, count: $2) }
                 }
-                initialized = new.count
+                ring.moveOut(from: lower, count: Swift.min(k, m), to: removed)
             }
-            _lock.unlock(movingOnly: Element.self)
-            _releaseAfterUnlocking(olds)   // their deinit may use the array
+            if k > 0 && !_isPOD(Element.self) {
+                let removed = ContiguousArray<Element>(unsafeUninitializedCapacity: k) { removed, initialized in
+                    reshape(keepingOldIn: removed.baseAddress.unsafelyUnwrapped)
+                    initialized = k
+                }
+                new.withUnsafeBufferPointer { ring.initialize(at: lower, from: $0) }
+                _lock.unlock(movingOnly: Element.self)
+                _releaseAfterUnlocking(removed)
+            } else {
+                reshape(keepingOldIn: nil)   // nothing to release: no old elements, or no references
+                new.withUnsafeBufferPointer { ring.initialize(at: lower, from: $0) }
+                _lock.unlock(movingOnly: Element.self)
+            }
             return
         }
         _lock.unlock()

@@ -210,6 +210,34 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         }
     }
 
+    /// Moves the `count` elements at logical indices `from...` out to `destination`, run by run of
+    /// the allocation; their slots become uninitialised. A nil `destination` drops them, for
+    /// values with no references only (nothing to deinitialise).
+    @inlinable @inline(__always)
+    func moveOut(from: Int, count: Int, to destination: UnsafeMutablePointer<Element>?) {
+        guard let destination else { return }
+        var done = 0
+        while done < count {
+            let source = slot(from &+ done)
+            let run = Swift.min(count &- done, capacity &- source)
+            (destination + done).moveInitialize(from: base + source, count: run)
+            done &+= run
+        }
+    }
+
+    /// Copies `source` into the uninitialised slots at logical indices `index...`, run by run of
+    /// the allocation.
+    @inlinable @inline(__always)
+    func initialize(at index: Int, from source: UnsafeBufferPointer<Element>) {
+        var done = 0
+        while done < source.count {
+            let destination = slot(index &+ done)
+            let run = Swift.min(source.count &- done, capacity &- destination)
+            (base + destination).initialize(from: source.baseAddress.unsafelyUnwrapped + done, count: run)
+            done &+= run
+        }
+    }
+
     /// Opens `k` uninitialised slots at logical `index` (the count grows by `k`), moving the
     /// shorter side with `move(from, to, count)` (logical indices, as `moveLogical`; the array's
     /// general path passes a move that also keeps its position index right).

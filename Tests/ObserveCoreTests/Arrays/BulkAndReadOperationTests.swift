@@ -137,6 +137,117 @@ struct BulkAndReadOperationTests {
         #expect(watch.underLock == 0)
     }
 
+    @Test("append(contentsOf:) and removeLast(k) nobody observes copy and move in bulk across the ring's wrap, and release after the lock",
+          arguments: ObservationBackend.allCases)
+    func bulkAppendAndRemoveLastUnobserved(backend: ObservationBackend) {
+        let watch = DeinitWatch()
+        let array = ObservableArray<Item>(backend: backend)
+        func items(_ keys: Range<Int>) -> [Item] { keys.map { watch.item($0, of: array) } }
+        array.reserveCapacity(16)
+        array.append(contentsOf: items(0..<8))
+        array.removeFirst(6)                             // the ring now starts at slot 6
+        #expect(watch.deinits == 6 && watch.underLock == 0)
+        array.append(contentsOf: items(8..<18))          // slots 8...15, then 0 and 1
+        var model = Array(6..<18)
+        #expect(array.map(\.key) == model)
+        array.removeLast(5)                              // slots 13...15, 0 and 1
+        model.removeLast(5)
+        #expect(array.map(\.key) == model)
+        #expect(watch.deinits == 11 && watch.underLock == 0, "\(watch.underLock) of \(watch.deinits) deinits ran under the lock")
+        // Storage an iterator shares takes the general path: the iterator's snapshot is untouched.
+        var iterator: ObservableArray<Item>.Iterator? = array.makeIterator()
+        array.append(contentsOf: items(30..<32))
+        array.removeLast(3)
+        model += [30, 31]
+        model.removeLast(3)
+        var seen: [Int] = []
+        while let item = iterator!.next() { seen.append(item.key) }
+        iterator = nil
+        #expect(seen == Array(6..<13) && array.map(\.key) == model)
+        #expect(watch.deinits == 14, "30 and 31 with the array's copy, 12 with the snapshot")
+        array.removeLast(0)
+        #expect(array.count == model.count)
+        array.removeAll()
+        #expect(watch.deinits == 20 && watch.underLock == 0)
+        // Values with no references take the same paths.
+        let numbers = ObservableArray<Int>(backend: backend)
+        numbers.reserveCapacity(8)
+        numbers.append(contentsOf: 0..<6)
+        numbers.removeFirst(5)
+        numbers.append(contentsOf: [6, 7, 8, 9])         // wraps
+        numbers.removeLast(3)
+        #expect(Array(numbers) == [5, 6])
+    }
+
+    @Test("a replaceSubrange of another length nobody observes moves one side once, across the ring's wrap, and releases after the lock",
+          arguments: ObservationBackend.allCases)
+    func lengthChangingReplaceUnobserved(backend: ObservationBackend) {
+        var rng = SplitMix64(seed: 0x5EED_2E91)
+        func random(_ bound: Int) -> Int { Int(rng.next() % UInt64(bound)) }
+        let watch = DeinitWatch()
+        var made = 0
+        do {
+            let array = ObservableArray<Item>(backend: backend)
+            func items(_ count: Int) -> [Item] {
+                defer { made += count }
+                return (made..<(made + count)).map { watch.item($0, of: array) }
+            }
+            array.reserveCapacity(64)
+            array.append(contentsOf: items(20))
+            array.removeFirst(10)                        // the ring starts mid-allocation: edits wrap
+            for _ in 0..<12 { array.insert(items(1)[0], at: 0) }
+            var model = array.map(\.key)
+            for step in 0..<400 {
+                let count = model.count
+                let lower = random(count + 1), upper = lower + random(Swift.min(6, count - lower) + 1)
+                let new = items(random(7))
+                let countAfter = count - (upper - lower) + new.count
+                array.replaceSubrange(lower..<upper, with: new)
+                model.replaceSubrange(lower..<upper, with: new.map(\.key))
+                #expect(array.map(\.key) == model, "step \(step): replaceSubrange(\(lower)..<\(upper)) with \(new.count)")
+                if countAfter > 48 { array.removeLast(countAfter - 30); model.removeLast(countAfter - 30) }   // stays within the capacity
+            }
+            #expect(watch.underLock == 0, "\(watch.underLock) of \(watch.deinits) deinits ran under the lock")
+            #expect(watch.deinits == made - model.count, "every element replaced was released, once")
+            array.removeAll()
+        }
+        #expect(watch.deinits == made && watch.underLock == 0)
+        // Values with no references: the same moves, nothing kept to release.
+        let numbers = ObservableArray<Int>(backend: backend)
+        numbers.reserveCapacity(16)
+        numbers.append(contentsOf: 0..<12)
+        numbers.removeFirst(10)                          // [10, 11] from slot 10
+        numbers.append(contentsOf: 12..<16)              // wraps
+        var model = Array(10..<16)
+        for (range, new) in [(1..<2, [20, 21, 22]), (0..<4, [23]), (2..<2, [24, 25]), (1..<5, []), (0..<0, [26])] {
+            numbers.replaceSubrange(range, with: new)
+            model.replaceSubrange(range, with: new)
+            #expect(Array(numbers) == model)
+        }
+    }
+
+    @Test("filter keeps the matching elements of a snapshot, in order, in a new array, and rethrows",
+          arguments: ObservationBackend.allCases)
+    func filterReadsASnapshot(backend: ObservationBackend) {
+        let array = ObservableArray(Array(0..<10), backend: backend)
+        var counts: [Int] = []
+        let even = array.filter { value in
+            counts.append(array.count)                   // the predicate may read the array: no lock is held
+            if value == 4 { array.append(100) }          // a mutation meanwhile does not change the pass
+            return value % 2 == 0
+        }
+        #expect(Array(even) == [0, 2, 4, 6, 8])
+        #expect(counts == Array(repeating: 10, count: 5) + Array(repeating: 11, count: 5))
+        even.append(10)
+        #expect(Array(array) == Array(0..<10) + [100], "the result is an array of its own")
+        #expect(throws: Stop.self) {
+            _ = try array.filter { value in
+                if value == 3 { throw Stop() }
+                return true
+            }
+        }
+    }
+
     @Test("first, last, map, firstIndex, lastIndex and == agree with Array's", arguments: ObservationBackend.allCases)
     func snapshotReadsAgreeWithArray(backend: ObservationBackend) {
         let empty = ObservableArray<Int>(backend: backend)
