@@ -23,7 +23,7 @@ internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
     /// composites, so only they carry the field.
     private let _silenceOwner: UInt
 
-    init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyPath: AnyKeyPath,
+    init(array: AnyObject & _ElementTrackingOwner, registrar: KeyValueRegistrar, keyID: UInt32,
          observer: AnyObject?, context: ObservationContext, options: ObservationOptions,
          delivery: ObservationDelivery, elementKeyIDs: [UInt32], silenceOwner: UInt) {
         self.elementKeyIDs = elementKeyIDs
@@ -31,8 +31,8 @@ internal class _ArrayRegistrationBase: _AnyRegistration, @unchecked Sendable {
         _firstElementKeyID = elementKeyIDs.first ?? 0
         _elementKeyCount = elementKeyIDs.count
         _array = elementKeyIDs.isEmpty ? nil : _UnownedReference(array)
-        super.init(registrar: registrar, object: array, keyPath: keyPath, context: context, observer: observer,
-                   options: options, delivery: delivery)
+        super.init(registrar: registrar, object: array, keyPath: nil, keyID: keyID, context: context,
+                   observer: observer, options: options, delivery: delivery)
     }
 
     override final var silenceKey: UInt { _silenceOwner != 0 ? _silenceOwner : super.silenceKey }
@@ -84,7 +84,7 @@ internal final class _ArrayRegistration<Element>: _ArrayRegistrationBase, @unche
          options: ObservationOptions, delivery: ObservationDelivery, elementKeyIDs: [UInt32], silenceOwner: UInt,
          handler: @escaping (ObservableArray<Element>, AnyObject?, ArrayChange<Element>) -> Void) {
         self.handler = handler
-        super.init(array: array, registrar: array.kvoRegistrar, keyPath: \ObservableArray<Element>.self,
+        super.init(array: array, registrar: array.kvoRegistrar, keyID: array._mutationKeyID,
                    observer: observer, context: context, options: options, delivery: delivery,
                    elementKeyIDs: elementKeyIDs, silenceOwner: silenceOwner)
     }

@@ -70,7 +70,7 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     public init(backend: ObservationBackend) {
         kvoRegistrar = KeyValueRegistrar(backend: backend)
         _storage = _RingBuffer()
-        _mutationKeyID = _KeyTable.shared.id(for: \ObservableArray<Element>.self)
+        _mutationKeyID = _KeyTable.shared.id(forKeyOf: ObservableArray<Element>.self) { \ObservableArray<Element>.self }
     }
 
     /// An array holding `elements`.

@@ -293,10 +293,18 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
             capacity = max(4, Self._roundUp(n))
             base = .allocate(capacity: capacity)
         }
-        var i = 0
-        for element in elements {
-            (base + i).initialize(to: element)
-            i += 1
+        // One bulk copy from contiguous elements (the array's initializer passes a
+        // `ContiguousArray`): this code is not specialised, and the element-by-element loop
+        // through `Collection`'s witnesses cost ~270 instructions per element (callgrind).
+        let copied: Void? = n == 0 ? () : elements.withContiguousStorageIfAvailable { source in
+            base.initialize(from: source.baseAddress.unsafelyUnwrapped, count: n)
+        }
+        if copied == nil {
+            var i = 0
+            for element in elements {
+                (base + i).initialize(to: element)
+                i += 1
+            }
         }
         count = n
     }

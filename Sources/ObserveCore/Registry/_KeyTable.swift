@@ -25,6 +25,9 @@ internal final class _KeyTable: @unchecked Sendable {
     @exclusivity(unchecked) private var _byIdentity: [ObjectIdentifier: UInt32] = [:]
     @exclusivity(unchecked) private var _retained: [AnyKeyPath] = []               // keeps identities valid
     private static let _identityLimit = 4096
+    /// Ids of key paths that a type alone determines (`id(forKeyOf:_:)`), by the type's
+    /// identity: types live for the whole process, so an identity here never changes meaning.
+    @exclusivity(unchecked) private var _byType: [ObjectIdentifier: UInt32] = [:]
 
     private init() {
         let count = 1 << Self._cacheBits
@@ -83,6 +86,19 @@ internal final class _KeyTable: @unchecked Sendable {
             _ids[keyPath] = id
         }
         _rememberIdentity(keyPath, id)
+        return id
+    }
+
+    /// The id of the key path `makeKeyPath` builds, which `type` alone determines (an
+    /// `ObservableArray<Element>`'s contents key, `\ObservableArray<Element>.self`), remembered by
+    /// the type: a generic key path literal is instantiated from mangled names every time it is
+    /// evaluated, ~20,000 instructions (callgrind: most of creating an `ObservableArray`, and of
+    /// each observation of one). Built and interned once per type.
+    func id(forKeyOf type: Any.Type, _ makeKeyPath: () -> AnyKeyPath) -> UInt32 {
+        let identity = ObjectIdentifier(type)
+        if let id = _lock.withLock({ _byType[identity] }) { return id }
+        let id = self.id(for: makeKeyPath())
+        _lock.withLock { _byType[identity] = id }
         return id
     }
 

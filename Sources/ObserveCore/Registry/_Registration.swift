@@ -71,14 +71,17 @@ internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
     /// The references are borrowed (`__shared`): an initializer takes its arguments owned by
     /// default, so each caller retained registrar, object, key path and queue for this init to
     /// release them again, eight atomic read-modify-writes per registration (callgrind).
+    /// `keyID`, when not 0, is the id already interned for `keyPath` (which is then not read, and
+    /// may be nil): an array's registration passes its array's contents key so, as building that
+    /// generic key path again costs more than the rest of the registration.
     @usableFromInline
-    init(registrar: __shared KeyValueRegistrar, object: __shared AnyObject, keyPath: __shared AnyKeyPath,
-         context: ObservationContext, observer: __shared AnyObject?, options: ObservationOptions,
+    init(registrar: __shared KeyValueRegistrar, object: __shared AnyObject, keyPath: __shared AnyKeyPath?,
+         keyID: UInt32 = 0, context: ObservationContext, observer: __shared AnyObject?, options: ObservationOptions,
          delivery: __shared ObservationDelivery) {
         self._registrar = Unmanaged.passUnretained(registrar)
         self._inSwiftRegistry = registrar._registry.backend == .swift
         self.objectAddress = registrar._bind(to: object)
-        self.keyID = _KeyTable.shared.id(for: keyPath)
+        self.keyID = keyID != 0 ? keyID : _KeyTable.shared.id(for: keyPath.unsafelyUnwrapped)
         self.options = options
         let queue: DispatchQueue?
         switch delivery {

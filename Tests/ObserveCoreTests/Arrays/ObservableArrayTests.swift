@@ -157,6 +157,33 @@ struct ObservableArrayTests {
         #expect(replacesOfTheSame(objects) == 1)
     }
 
+    @Test("each element type has its own contents key, the same for every array of that type, and introspection names it",
+          arguments: ObservationBackend.allCases)
+    func contentsKeyPerElementType(backend: ObservationBackend) {
+        // The key is interned once per element type (building the generic key path on every
+        // array and every observation cost more than the rest of either): check it still is the
+        // key path `\ObservableArray<Element>.self` of the right type, for each type.
+        let ints = ObservableArray([1, 2], backend: backend), otherInts = ObservableArray([3], backend: backend)
+        let names = ObservableArray(["a"], backend: backend)
+        var heard: [String] = []
+        let tokens = [ints.observe { _, _ in heard.append("ints") }, otherInts.observe { _, _ in heard.append("other") },
+                      names.observe { _, _ in heard.append("names") }]
+        #expect(ints.observedKeyPaths == [\ObservableArray<Int>.self])
+        #expect(otherInts.observedKeyPaths == [\ObservableArray<Int>.self])
+        #expect(names.observedKeyPaths == [\ObservableArray<String>.self])
+        ints.append(3)
+        names.append("b")
+        otherInts.removeAll()
+        #expect(heard == ["ints", "names", "other"])
+        let watcher = NamedBox("w")
+        ints.addObserver(watcher) { _, _, _ in heard.append("watcher") }
+        ints.append(4)
+        ints.removeObserver(watcher, for: \ObservableArray<Int>.self)   // found by the key path a user writes
+        ints.append(5)
+        #expect(heard.suffix(3) == ["ints", "watcher", "ints"])
+        tokens.forEach { $0.cancel() }
+    }
+
     @Test("swapping 2 and 3 reports both with old and new indices", arguments: ObservationBackend.allCases)
     func swapReportsBoth(backend: ObservationBackend) {
         let array = ObservableArray([0, 1, 2, 3, 4], backend: backend)
