@@ -353,17 +353,12 @@ extension ObservableArray {
         _lock.lock()
         if _fastPath(_isQuietAndUnique && _storage.capacity &- _storage.count >= new.count) {
             // Nobody observing and room for all: copied in after the last element, in at most two
-            // runs (up to the end of the allocation, then from its start), as `Array` copies.
-            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
-            new.withUnsafeBufferPointer { source in
-                let start = ring.slot(ring.count)
-                let first = Swift.min(source.count, ring.capacity &- start)
-                (ring.base + start).initialize(from: source.baseAddress.unsafelyUnwrapped, count: first)
-                if source.count > first {
-                    ring.base.initialize(from: source.baseAddress.unsafelyUnwrapped + first, count: source.count &- first)
-                }
+            // runs (up to the end of the allocation, then from its start), as `Array` copies. The
+            // storage is borrowed (see `replaceSubrange`).
+            Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
+                new.withUnsafeBufferPointer { ring.initialize(at: ring.count, from: $0) }
+                ring.count &+= new.count
             }
-            ring.count &+= new.count
             _lock.unlock(movingOnly: Element.self)
             return
         }
@@ -512,23 +507,15 @@ extension ObservableArray {
         if _fastPath(_isQuietAndUnique && k > 0 && k <= _storage.count) {
             // Nobody observing: the elements are moved out, in at most two runs, and released once
             // the lock is dropped (their deinit may use the array); values holding no references
-            // need neither.
-            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
-            let start = ring.count &- k
-            ring.count = start
-            if _isPOD(Element.self) {
-                _lock.unlock(movingOnly: Element.self)
-                return
-            }
-            let removed = ContiguousArray<Element>(unsafeUninitializedCapacity: k) { removed, initialized in
-                var done = 0
-                while done < k {
-                    let slot = ring.slot(start &+ done)
-                    let run = Swift.min(k &- done, ring.capacity &- slot)
-                    (removed.baseAddress.unsafelyUnwrapped + done).moveInitialize(from: ring.base + slot, count: run)
-                    done &+= run
+            // need neither. The storage is borrowed (see `replaceSubrange`).
+            let removed: ContiguousArray<Element>? = Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
+                let start = ring.count &- k
+                ring.count = start
+                if _isPOD(Element.self) { return nil }
+                return ContiguousArray(unsafeUninitializedCapacity: k) { removed, initialized in
+                    ring.moveOut(from: start, count: k, to: removed.baseAddress.unsafelyUnwrapped)
+                    initialized = k
                 }
-                initialized = k
             }
             _lock.unlock(movingOnly: Element.self)
             _releaseAfterUnlocking(removed)
@@ -711,33 +698,26 @@ extension ObservableArray {
             // Nobody observing and room enough: the shorter side of the ring moves once, by the
             // difference in length (none when the lengths are equal: overwritten in place, as
             // `Array` does), the old elements are moved out, to be released once the lock is
-            // dropped (their deinit may use the array), and the new ones copied in.
-            unowned(unsafe) let ring = _storage   // _storage keeps it alive while the lock is held
-            let lower = bounds.lowerBound
-            func reshape(keepingOldIn removed: UnsafeMutablePointer<Element>?) {
-                if m > k {
-                    // The extra slots first, after the range, while every slot that moves holds an element.
-                    ring.openGap(at: bounds.upperBound, count: m &- k) { ring.moveLogical(from: $0, to: $1, count: $2) }
-                } else if m < k {
-                    // The old elements past the new length out, then their slots closed.
-                    ring.moveOut(from: lower &+ m, count: k &- m, to: removed.map { $0 + m })
-                    ring.closeGap((lower &+ m)..<(lower &+ k)) { ring.moveLogical(from: $0, to: $1, count: $2) }
+            // dropped (their deinit may use the array), and the new ones copied in
+            // (`_RingBuffer.replace`). The storage is borrowed: captured by the closures, the
+            // `unowned(unsafe)` reference was retained and released around each.
+            var removed: ContiguousArray<Element>? = nil
+            Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
+                new.withUnsafeBufferPointer { source in
+                    if k > 0 && !_isPOD(Element.self) {
+                        removed = ContiguousArray(unsafeUninitializedCapacity: k) { buffer, initialized in
+                            ring.replace(at: bounds.lowerBound, count: k, with: source,
+                                         movingOldTo: buffer.baseAddress.unsafelyUnwrapped)
+                            initialized = k
+                        }
+                    } else {
+                        // Nothing to release: no old elements, or no references in them.
+                        ring.replace(at: bounds.lowerBound, count: k, with: source, movingOldTo: nil)
+                    }
                 }
-                ring.moveOut(from: lower, count: Swift.min(k, m), to: removed)
             }
-            if k > 0 && !_isPOD(Element.self) {
-                let removed = ContiguousArray<Element>(unsafeUninitializedCapacity: k) { removed, initialized in
-                    reshape(keepingOldIn: removed.baseAddress.unsafelyUnwrapped)
-                    initialized = k
-                }
-                new.withUnsafeBufferPointer { ring.initialize(at: lower, from: $0) }
-                _lock.unlock(movingOnly: Element.self)
-                _releaseAfterUnlocking(removed)
-            } else {
-                reshape(keepingOldIn: nil)   // nothing to release: no old elements, or no references
-                new.withUnsafeBufferPointer { ring.initialize(at: lower, from: $0) }
-                _lock.unlock(movingOnly: Element.self)
-            }
+            _lock.unlock(movingOnly: Element.self)
+            _releaseAfterUnlocking(removed)
             return
         }
         _lock.unlock()

@@ -238,6 +238,26 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         }
     }
 
+    /// Replaces the `k` elements at logical indices `lower...` with `source`'s, in a ring with room
+    /// for the result (`count - k + source.count <= capacity`): the shorter side moves once, by
+    /// the difference in length, the old elements are moved out to `removed` (nil drops them:
+    /// values with no references only) and the new ones copied in. Growing, the gap opens before
+    /// anything is moved out; shrinking, the surplus old elements go out and their slots close
+    /// first: every slot a shift moves holds an element.
+    @inlinable @inline(__always)
+    func replace(at lower: Int, count k: Int, with source: UnsafeBufferPointer<Element>,
+                 movingOldTo removed: UnsafeMutablePointer<Element>?) {
+        let m = source.count
+        if m > k {
+            openGap(at: lower &+ k, count: m &- k) { moveLogical(from: $0, to: $1, count: $2) }
+        } else if m < k {
+            moveOut(from: lower &+ m, count: k &- m, to: removed.map { $0 + m })
+            closeGap((lower &+ m)..<(lower &+ k)) { moveLogical(from: $0, to: $1, count: $2) }
+        }
+        moveOut(from: lower, count: Swift.min(k, m), to: removed)
+        initialize(at: lower, from: source)
+    }
+
     /// Opens `k` uninitialised slots at logical `index` (the count grows by `k`), moving the
     /// shorter side with `move(from, to, count)` (logical indices, as `moveLogical`; the array's
     /// general path passes a move that also keeps its position index right).
