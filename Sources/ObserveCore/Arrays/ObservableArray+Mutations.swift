@@ -692,9 +692,12 @@ extension ObservableArray {
     public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
         let new = ContiguousArray(newElements)
         _lock.lock()
-        let k = bounds.count, m = new.count
-        if _fastPath(_isQuietAndUnique && (k > 0 || m > 0) && bounds.lowerBound >= 0
-                     && bounds.upperBound <= _storage.count && _storage.count &- k &+ m <= _storage.capacity) {
+        // The bounds are checked before their count is taken: an out-of-range one reaches the
+        // general path's message instead of an overflow.
+        if _fastPath(_isQuietAndUnique && bounds.lowerBound >= 0 && bounds.upperBound <= _storage.count
+                     && (!bounds.isEmpty || !new.isEmpty)
+                     && _storage.count &- bounds.count &+ new.count <= _storage.capacity) {
+            let k = bounds.count
             // Nobody observing and room enough: the shorter side of the ring moves once, by the
             // difference in length (none when the lengths are equal: overwritten in place, as
             // `Array` does), the old elements are moved out, to be released once the lock is

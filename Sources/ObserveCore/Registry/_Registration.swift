@@ -81,7 +81,7 @@ internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
         self._registrar = Unmanaged.passUnretained(registrar)
         self._inSwiftRegistry = registrar._registry.backend == .swift
         self.objectAddress = registrar._bind(to: object)
-        self.keyID = keyID != 0 ? keyID : _KeyTable.shared.id(for: keyPath.unsafelyUnwrapped)
+        self.keyID = keyID != 0 ? keyID : _KeyTable.shared.id(for: keyPath!)
         self.options = options
         let queue: DispatchQueue?
         switch delivery {
