@@ -409,8 +409,18 @@ extension ObservableArray {
     }
 
     /// Inserts `elements` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
+    /// - Complexity: O(`elements.count` + min(index, count - index)).
+    @inlinable
     public func insert<C: Collection>(contentsOf elements: C, at index: Int) where C.Element == Element {
         let new = ContiguousArray(elements)
+        if _replaceIfQuiet(index..<index, with: new) { return }
+        _insert(contentsOf: new, at: index)
+    }
+
+    /// `insert(contentsOf:at:)` when someone observes (or the storage is shared or too small, or
+    /// the index is out of range).
+    @usableFromInline
+    internal func _insert(contentsOf new: ContiguousArray<Element>, at index: Int) {
         _mutate {
             let old = _storage.count
             if index < 0 || index > old { _indexOutOfRange("insert(contentsOf:at:)", index, old) }
@@ -579,7 +589,10 @@ extension ObservableArray {
     }
 
     /// Removes the elements in `bounds`. Reports ``ArrayChange/Kind/remove``.
+    /// - Complexity: O(`bounds.count` + min(index, count - index)).
+    @inlinable
     public func removeSubrange(_ bounds: Range<Int>) {
+        if _replaceIfQuiet(bounds, with: []) { return }
         _replaceSubrange(bounds, with: EmptyCollection(), function: "removeSubrange")
     }
 
@@ -691,40 +704,50 @@ extension ObservableArray {
     @inlinable
     public func replaceSubrange<C: Collection>(_ bounds: Range<Int>, with newElements: C) where C.Element == Element {
         let new = ContiguousArray(newElements)
+        if _replaceIfQuiet(bounds, with: new) { return }
+        _replaceSubrange(bounds, with: new, function: "replaceSubrange")
+    }
+
+    /// The quiet path of `replaceSubrange`, `insert(contentsOf:at:)` and `removeSubrange`: when
+    /// nobody observes, no batch is open, the storage is not shared and the result fits, does the
+    /// replacement under the lock and returns true; otherwise changes nothing and returns false
+    /// (the caller takes the general path). The lock is dropped either way.
+    ///
+    /// The shorter side of the ring moves once, by the difference in length (none when the
+    /// lengths are equal: overwritten in place, as `Array` does), the old elements are moved out,
+    /// to be released once the lock is dropped (their deinit may use the array), and the new ones
+    /// copied in (`_RingBuffer.replace`). The bounds are checked before their count is taken, so
+    /// an out-of-range one reaches the general path's message instead of an overflow. The storage
+    /// is borrowed: captured by the closures, an `unowned(unsafe)` reference was retained and
+    /// released around each.
+    @inlinable @inline(__always)
+    internal func _replaceIfQuiet(_ bounds: Range<Int>, with new: ContiguousArray<Element>) -> Bool {
         _lock.lock()
-        // The bounds are checked before their count is taken: an out-of-range one reaches the
-        // general path's message instead of an overflow.
-        if _fastPath(_isQuietAndUnique && bounds.lowerBound >= 0 && bounds.upperBound <= _storage.count
-                     && (!bounds.isEmpty || !new.isEmpty)
-                     && _storage.count &- bounds.count &+ new.count <= _storage.capacity) {
-            let k = bounds.count
-            // Nobody observing and room enough: the shorter side of the ring moves once, by the
-            // difference in length (none when the lengths are equal: overwritten in place, as
-            // `Array` does), the old elements are moved out, to be released once the lock is
-            // dropped (their deinit may use the array), and the new ones copied in
-            // (`_RingBuffer.replace`). The storage is borrowed: captured by the closures, the
-            // `unowned(unsafe)` reference was retained and released around each.
-            var removed: ContiguousArray<Element>? = nil
-            Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
-                new.withUnsafeBufferPointer { source in
-                    if k > 0 && !_isPOD(Element.self) {
-                        removed = ContiguousArray(unsafeUninitializedCapacity: k) { buffer, initialized in
-                            ring.replace(at: bounds.lowerBound, count: k, with: source,
-                                         movingOldTo: buffer.baseAddress.unsafelyUnwrapped)
-                            initialized = k
-                        }
-                    } else {
-                        // Nothing to release: no old elements, or no references in them.
-                        ring.replace(at: bounds.lowerBound, count: k, with: source, movingOldTo: nil)
+        guard _fastPath(_isQuietAndUnique && bounds.lowerBound >= 0 && bounds.upperBound <= _storage.count
+                        && (!bounds.isEmpty || !new.isEmpty)
+                        && _storage.count &- bounds.count &+ new.count <= _storage.capacity) else {
+            _lock.unlock()
+            return false
+        }
+        let k = bounds.count
+        var removed: ContiguousArray<Element>? = nil
+        Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
+            new.withUnsafeBufferPointer { source in
+                if k > 0 && !_isPOD(Element.self) {
+                    removed = ContiguousArray(unsafeUninitializedCapacity: k) { buffer, initialized in
+                        ring.replace(at: bounds.lowerBound, count: k, with: source,
+                                     movingOldTo: buffer.baseAddress.unsafelyUnwrapped)
+                        initialized = k
                     }
+                } else {
+                    // Nothing to release: no old elements, or no references in them.
+                    ring.replace(at: bounds.lowerBound, count: k, with: source, movingOldTo: nil)
                 }
             }
-            _lock.unlock(movingOnly: Element.self)
-            _releaseAfterUnlocking(removed)
-            return
         }
-        _lock.unlock()
-        _replaceSubrange(bounds, with: new, function: "replaceSubrange")
+        _lock.unlock(movingOnly: Element.self)
+        _releaseAfterUnlocking(removed)
+        return true
     }
 
     /// `replaceSubrange`, with the public operation's name for its out-of-range message.

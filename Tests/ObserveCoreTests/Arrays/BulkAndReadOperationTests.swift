@@ -181,7 +181,7 @@ struct BulkAndReadOperationTests {
         #expect(numbers.elements == [5, 6])
     }
 
-    @Test("a replaceSubrange of another length nobody observes moves one side once, across the ring's wrap, and releases after the lock",
+    @Test("replaceSubrange of another length, insert(contentsOf:at:) and removeSubrange nobody observes move one side once, across the ring's wrap, and release after the lock",
           arguments: ObservationBackend.allCases)
     func lengthChangingReplaceUnobserved(backend: ObservationBackend) {
         var rng = SplitMix64(seed: 0x5EED_2E91)
@@ -203,10 +203,22 @@ struct BulkAndReadOperationTests {
                 let count = model.count
                 let lower = random(count + 1), upper = lower + random(Swift.min(6, count - lower) + 1)
                 let new = items(random(7))
-                let countAfter = count - (upper - lower) + new.count
-                array.replaceSubrange(lower..<upper, with: new)
-                model.replaceSubrange(lower..<upper, with: new.map(\.key))
-                #expect(array.elements.map(\.key) == model, "step \(step): replaceSubrange(\(lower)..<\(upper)) with \(new.count)")
+                let countAfter: Int
+                switch random(4) {
+                case 0:
+                    array.insert(contentsOf: new, at: lower)
+                    model.insert(contentsOf: new.map(\.key), at: lower)
+                    countAfter = count + new.count
+                case 1:
+                    array.removeSubrange(lower..<upper)
+                    model.removeSubrange(lower..<upper)
+                    countAfter = count - (upper - lower)
+                default:
+                    array.replaceSubrange(lower..<upper, with: new)
+                    model.replaceSubrange(lower..<upper, with: new.map(\.key))
+                    countAfter = count - (upper - lower) + new.count
+                }
+                #expect(array.elements.map(\.key) == model, "step \(step): \(lower)..<\(upper), \(new.count) new")
                 if countAfter > 48 { array.removeLast(countAfter - 30); model.removeLast(countAfter - 30) }   // stays within the capacity
             }
             #expect(watch.underLock == 0, "\(watch.underLock) of \(watch.deinits) deinits ran under the lock")
@@ -226,6 +238,11 @@ struct BulkAndReadOperationTests {
             model.replaceSubrange(range, with: new)
             #expect(numbers.elements == model)
         }
+        numbers.insert(contentsOf: [27, 28], at: 1)
+        model.insert(contentsOf: [27, 28], at: 1)
+        numbers.removeSubrange(0..<2)
+        model.removeSubrange(0..<2)
+        #expect(numbers.elements == model)
     }
 
     @Test("filter keeps the matching elements of a snapshot, in order, in a new array, and rethrows",
