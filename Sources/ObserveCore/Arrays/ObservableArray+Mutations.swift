@@ -354,7 +354,7 @@ extension ObservableArray {
         if _fastPath(_isQuietAndUnique && _storage.capacity &- _storage.count >= new.count) {
             // Nobody observing and room for all: copied in after the last element, in at most two
             // runs (up to the end of the allocation, then from its start), as `Array` copies. The
-            // storage is borrowed (see `replaceSubrange`).
+            // storage is borrowed (see `_replaceIfQuiet`).
             Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
                 new.withUnsafeBufferPointer { ring.initialize(at: ring.count, from: $0) }
                 ring.count &+= new.count
@@ -517,7 +517,7 @@ extension ObservableArray {
         if _fastPath(_isQuietAndUnique && k > 0 && k <= _storage.count) {
             // Nobody observing: the elements are moved out, in at most two runs, and released once
             // the lock is dropped (their deinit may use the array); values holding no references
-            // need neither. The storage is borrowed (see `replaceSubrange`).
+            // need neither. The storage is borrowed (see `_replaceIfQuiet`).
             let removed: ContiguousArray<Element>? = Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef { ring in
                 let start = ring.count &- k
                 ring.count = start

@@ -92,7 +92,7 @@ internal final class _KeyTable: @unchecked Sendable {
     /// The id of the key path `makeKeyPath` builds, which `type` alone determines (an
     /// `ObservableArray<Element>`'s contents key, `\ObservableArray<Element>.self`), remembered by
     /// the type: a generic key path literal is instantiated from mangled names every time it is
-    /// evaluated, ~20,000 instructions (callgrind: most of creating an `ObservableArray`, and of
+    /// evaluated, ~15,000 instructions (callgrind: most of creating an `ObservableArray`, and of
     /// each observation of one). Built and interned once per type.
     func id(forKeyOf type: Any.Type, _ makeKeyPath: () -> AnyKeyPath) -> UInt32 {
         let identity = ObjectIdentifier(type)

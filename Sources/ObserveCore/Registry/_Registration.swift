@@ -72,8 +72,8 @@ internal class _AnyRegistration: _TokenTarget, @unchecked Sendable {
     /// default, so each caller retained registrar, object, key path and queue for this init to
     /// release them again, eight atomic read-modify-writes per registration (callgrind).
     /// `keyID`, when not 0, is the id already interned for `keyPath` (which is then not read, and
-    /// may be nil): an array's registration passes its array's contents key so, as building that
-    /// generic key path again costs more than the rest of the registration.
+    /// may be nil): an array's registration passes its array's contents key, because building
+    /// that generic key path again would cost more than the rest of the registration.
     @usableFromInline
     init(registrar: __shared KeyValueRegistrar, object: __shared AnyObject, keyPath: __shared AnyKeyPath?,
          keyID: UInt32 = 0, context: ObservationContext, observer: __shared AnyObject?, options: ObservationOptions,
