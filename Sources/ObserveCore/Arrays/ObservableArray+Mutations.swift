@@ -133,12 +133,8 @@ extension ObservableArray {
         guard k > 0 else { return }
         _openGap(at: index, count: k)
         unowned(unsafe) let ring = _storage
-        let copied: Void? = elements.withContiguousStorageIfAvailable { source in
-            // At most two bulk copies: up to the end of the allocation, then from its start.
-            let first = Swift.min(k, ring.capacity - ring.slot(index))
-            (ring.base + ring.slot(index)).initialize(from: source.baseAddress!, count: first)
-            if k > first { ring.base.initialize(from: source.baseAddress! + first, count: k - first) }
-        }
+        // At most two bulk copies: up to the end of the allocation, then from its start.
+        let copied: Void? = elements.withContiguousStorageIfAvailable { ring.initialize(at: index, from: $0) }
         if copied == nil {
             var i = index
             for element in elements {

@@ -128,12 +128,14 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         for key in added { _ElementTrackerDirectory.shared.register(self, keyID: key.id) }
     }
 
-    /// Calls `body` with the registrar of every element of `ring`, borrowed: no retain or
-    /// release per element (the ring keeps each alive, and the caller holds the array's lock).
+    /// Calls `body` with the registrar of every element of `ring` (at logical `indices`, or all),
+    /// borrowed: no retain or release per element (the ring keeps each alive, and the caller
+    /// holds the array's lock).
     @inline(__always)
-    private static func _forEachRegistrar(_ ring: _RingBuffer<Element>, _ body: (KeyValueRegistrar) -> Void) {
+    private static func _forEachRegistrar(_ ring: _RingBuffer<Element>, at indices: Range<Int>? = nil,
+                                          _ body: (KeyValueRegistrar) -> Void) {
         let addresses = ring.addresses
-        for i in 0..<ring.count { _withRegistrar(at: addresses[ring.slot(i)], body) }
+        for i in indices ?? (0..<ring.count) { _withRegistrar(at: addresses[ring.slot(i)], body) }
     }
 
     /// Calls `body` with the registrar of the element whose address a ring slot holds, borrowed
@@ -196,7 +198,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
                                 count: indices.count)
             }
         }, {
-            for i in indices { Self._withRegistrar(at: addresses[ring.slot(i)]) { $0._enterArray(memberBits: memberBits) } }
+            Self._forEachRegistrar(ring, at: indices) { $0._enterArray(memberBits: memberBits) }
         })
     }
 
