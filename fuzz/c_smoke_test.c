@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cobs_barrier.h"
 #include "cobs_read_sections.h"
 #include "cobs_registry.h"
 #include "registry_layout.h" /* private: only for the corruption tests */
@@ -490,6 +491,28 @@ static void test_read_sections(void) {
     cobs_read_reclaimable(NULL, 0, NULL); /* nothing to do, no crash */
 }
 
+/* The thread tag: nonzero, stable on a thread, different on another live thread. */
+static void *tag_worker(void *arg) {
+    *(uintptr_t *)arg = cobs_thread_tag();
+    return NULL;
+}
+
+static void test_thread_tag_and_asymmetric_barrier(void) {
+    const uintptr_t mine = cobs_thread_tag();
+    EXPECT(mine != 0 && mine == cobs_thread_tag());
+    uintptr_t theirs = 0;
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, tag_worker, &theirs) == 0);
+    EXPECT(pthread_join(thread, NULL) == 0);
+    EXPECT(theirs != 0 && theirs != mine);
+    cobs_compiler_fence();
+    /* Decided once; the barrier runs exactly when it is available, and never fails then. */
+    const bool available = cobs_asymmetric_barrier_available();
+    EXPECT(cobs_asymmetric_barrier_available() == available);
+    EXPECT(cobs_asymmetric_barrier() == available);
+    printf("c_smoke_test: asymmetric barrier (membarrier) %s\n", available ? "available" : "not available");
+}
+
 int main(void) {
     test_status_names();
     test_create_errors();
@@ -502,6 +525,7 @@ int main(void) {
     test_determinism();
     test_thread_depth();
     test_read_sections();
+    test_thread_tag_and_asymmetric_barrier();
     failures += c_smoke_arrays();
     if (failures != 0) {
         fprintf(stderr, "c_smoke_test: %d check(s) FAILED\n", failures);

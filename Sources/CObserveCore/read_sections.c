@@ -13,21 +13,16 @@
 ** the thread's TLS is gone. It takes a notified set inside a thread-exit destructor four rounds
 ** deep; nothing in ObserveCore does that.
 */
-#if defined(__linux__) && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE /* syscall() */
-#endif
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cobs_barrier.h"
 #include "cobs_read_sections.h"
 #include "cobs_sanitizer.h"
 
 #if defined(__linux__)
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <sys/syscall.h> /* SYS_membarrier: whether the kernel headers know it (the call is barrier.c's) */
 #endif
 
 /* Who pays for the store-load order (see the header, "Ordering"): with COBS_READ_MEMBARRIER=1 on
@@ -75,11 +70,7 @@ static void setup(void) {
         abort();
     }
 #if COBS_HAVE_MEMBARRIER
-    const long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    if (supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
-        use_membarrier = 1;
-    }
+    use_membarrier = cobs_asymmetric_barrier_available() ? 1 : 0;
 #endif
 }
 
@@ -145,12 +136,7 @@ static void heavy_barrier(void) {
     const cobs_thread_record *self = &cobs_thread_self;
     const size_t others = atomic_load_explicit(&registered_count, memory_order_seq_cst) - (self->registered ? 1 : 0);
     if (others == 0) return;
-#if COBS_HAVE_MEMBARRIER
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
-        fputs("ObserveCore: membarrier failed after it was registered\n", stderr);
-        abort();
-    }
-#endif
+    (void)cobs_asymmetric_barrier();
 }
 
 /* Whether `record` may hold the retired cache of `object`: one of its open sections reads it, or

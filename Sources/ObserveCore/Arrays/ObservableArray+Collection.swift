@@ -9,7 +9,7 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     @inlinable public var startIndex: Int { 0 }
     @inlinable public var endIndex: Int { count }
     /// The number of elements (read under the array's lock).
-    @inlinable public var count: Int {
+    @inlinable @inline(__always) public var count: Int {
         _lock.lock()
         defer { _lock.unlock(movingOnly: Int.self) }
         return _storage.count
@@ -19,14 +19,14 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
 
     /// The first element, or nil when the array is empty (read under one lock acquisition;
     /// `Collection`'s default took two, for `isEmpty` and the subscript).
-    @inlinable public var first: Element? {
+    @inlinable @inline(__always) public var first: Element? {
         _lock.lock()
         defer { _lock.unlock(movingOnly: Element.self) }
         return _storage.count == 0 ? nil : _storage[0]
     }
 
     /// The last element, or nil when the array is empty (read under one lock acquisition).
-    @inlinable public var last: Element? {
+    @inlinable @inline(__always) public var last: Element? {
         _lock.lock()
         defer { _lock.unlock(movingOnly: Element.self) }
         return _storage.count == 0 ? nil : _storage[_storage.count &- 1]
@@ -58,13 +58,13 @@ extension ObservableArray: RandomAccessCollection, MutableCollection, RangeRepla
     ///   same thread traps with a message.
     @inlinable
     public subscript(position: Int) -> Element {
-        get {
+        @inline(__always) get {
             _lock.lock()
             defer { _lock.unlock(movingOnly: Element.self) }
             _checkIndex(position, "subscript")
             return _storage[position]
         }
-        set {
+        @inline(__always) set {
             _lock.lock()
             if _fastPath(_isQuietAndUnique) {
                 _checkIndex(position, "subscript")

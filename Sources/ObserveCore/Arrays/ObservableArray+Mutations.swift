@@ -314,7 +314,7 @@ extension ObservableArray {
 extension ObservableArray {
     /// Adds `element` at the end. Reports ``ArrayChange/Kind/append``.
     /// - Complexity: O(1) amortised.
-    @inlinable
+    @inlinable @inline(__always)   // (with the biased lock, too big for the inliner's own choice)
     public func append(_ element: Element) {
         _lock.lock()
         if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
@@ -376,7 +376,7 @@ extension ObservableArray {
 
     /// Inserts `element` at `index` (0...count). Reports ``ArrayChange/Kind/insert``.
     /// - Complexity: O(min(index, count - index)); O(1) at either end.
-    @inlinable
+    @inlinable @inline(__always)   // (with the biased lock, too big for the inliner's own choice)
     public func insert(_ element: Element, at index: Int) {
         _lock.lock()
         if _fastPath(_isQuietAndUnique && _storage.count < _storage.capacity) {
@@ -431,7 +431,7 @@ extension ObservableArray {
     /// Removes and returns the element at `index`. Reports ``ArrayChange/Kind/remove``.
     /// - Complexity: O(min(index, count - index)); O(1) at either end.
     @discardableResult
-    @inlinable
+    @inlinable @inline(__always)   // (with the biased lock, too big for the inliner's own choice)
     public func remove(at index: Int) -> Element {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {
@@ -474,7 +474,8 @@ extension ObservableArray {
     /// Removes and returns the last element, or nil when empty. Reports ``ArrayChange/Kind/removeLast``.
     /// The emptiness check and the removal are one critical section: another thread emptying the
     /// array in between makes this return nil, never trap (hardening: ThreadedRegressionTests).
-    @discardableResult @inlinable
+    @discardableResult
+    @inlinable @inline(__always)   // (with the biased lock, too big for the inliner's own choice)
     public func popLast() -> Element? {
         _lock.lock()
         if _fastPath(_isQuietAndUnique) {

@@ -42,7 +42,7 @@ import Synchronization
 public final class ObservableArray<Element>: KeyValueObservable, @unchecked Sendable {
     /// The array's registrar (its observers are registrations on the array itself).
     public let kvoRegistrar: KeyValueRegistrar
-    @usableFromInline internal let _lock = _HolderRecordingLock()
+    @usableFromInline internal let _lock = _ArrayLock()
     @usableFromInline @exclusivity(unchecked) internal var _storage: _RingBuffer<Element>
     @usableFromInline @exclusivity(unchecked) internal var _tracker: _AnyElementTracker<Element>?
     @usableFromInline @exclusivity(unchecked) internal var _batch: _BatchState<Element>?
@@ -103,7 +103,7 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// Whether some thread holds the array's lock right now (tests: an element's deinit must never
     /// run under it).
     @_spi(Testing)
-    public var _isLocked: Bool { _lock._word._state.load(ordering: .relaxed) != 0 }
+    public var _isLocked: Bool { _lock.isHeld }
 
     // MARK: Storage helpers (caller holds the lock)
 

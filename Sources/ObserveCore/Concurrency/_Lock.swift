@@ -18,25 +18,25 @@ import Darwin
 /// keeps a preempted holder from being starved on a 2-core machine. ThreadSanitizer sees the
 /// acquire/release atomics (they are inlined into this module), so it still checks callers.
 @usableFromInline
-internal class _Lock: @unchecked Sendable {
+internal final class _Lock: @unchecked Sendable {
     @usableFromInline internal final let _word = _LockWord()
 
     internal init() {}
 
     @inlinable @inline(__always)
-    internal final func lock() {
+    internal func lock() {
         if _word.tryLock() { return }
         _lockContended()
     }
 
-    /// Waits for the lock (overridden by `_HolderRecordingLock` to catch its holder coming back).
+    /// Waits for the lock (out of line: the inlined path is the one compare-and-swap).
     @usableFromInline @inline(never)
     internal func _lockContended() {
         _word.waitAndLock()
     }
 
     @inlinable @inline(__always)
-    internal final func unlock() {
+    internal func unlock() {
         _word.unlock()
     }
 
@@ -46,12 +46,12 @@ internal class _Lock: @unchecked Sendable {
     /// references there is no retain or release that could sink below the store, so the barrier
     /// call of `unlock()` (1.6 ns of a 4.6 ns append) is skipped; otherwise this is `unlock()`.
     @inlinable @inline(__always)
-    internal final func unlock<T>(movingOnly type: T.Type) {
+    internal func unlock<T>(movingOnly type: T.Type) {
         _word.unlock(movingOnly: type)
     }
 
     @inline(__always)
-    internal final func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    internal func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock()
         defer { unlock() }
         return try body()
@@ -109,38 +109,6 @@ internal struct _LockWord: ~Copyable, @unchecked Sendable {
     }
 }
 
-/// A `_Lock` whose holder may run user code while holding it (an ``ObservableArray`` element
-/// mutated in place through the subscript): the section records its thread, so that the same
-/// thread asking for the lock again traps with a message instead of spinning forever. Only the
-/// array's lock pays for the extra word.
-@usableFromInline
-internal final class _HolderRecordingLock: _Lock, @unchecked Sendable {
-    /// The thread in a `lockRecordingHolder()` section, or 0.
-    @usableFromInline internal let _holder = Atomic<UInt>(0)
-
-    override internal init() {}
-
-    @usableFromInline @inline(never)
-    override internal func _lockContended() {
-        if _slowPath(_holder.load(ordering: .relaxed) == _currentThreadID()) { _reenteredDuringInPlaceAccess() }
-        super._lockContended()
-    }
-
-    /// Takes the lock for a section that runs user code, recording the calling thread. Pair with
-    /// `unlockRecordedHolder()`.
-    @inlinable @inline(__always)
-    internal func lockRecordingHolder() {
-        lock()
-        _holder.store(_currentThreadID(), ordering: .relaxed)
-    }
-
-    @inlinable @inline(__always)
-    internal func unlockRecordedHolder() {
-        _holder.store(0, ordering: .relaxed)
-        unlock()
-    }
-}
-
 /// Releases `value` after the caller's `unlock()`. Written plainly (`_ = consume value` after the
 /// unlock), the release could run before the unlock: the unlock is a release store, which keeps
 /// what comes before it above it but lets what follows move up, and the optimizer did move the
@@ -159,25 +127,4 @@ internal func _releaseAfterUnlocking<T>(_ value: consuming T) {
 @usableFromInline
 internal func _opaqueBarrier() {
     cobs_opaque_barrier()
-}
-
-/// The calling thread's identity, never 0.
-@usableFromInline @inline(__always)
-internal func _currentThreadID() -> UInt {
-    #if canImport(Glibc)
-    UInt(pthread_self())
-    #else
-    UInt(bitPattern: pthread_self())
-    #endif
-}
-
-/// The one user of `lockRecordingHolder()` is an ``ObservableArray`` element mutated in place
-/// through its subscript, so the message speaks of that.
-@usableFromInline @inline(never)
-internal func _reenteredDuringInPlaceAccess() -> Never {
-    fatalError("ObservableArray: the array was used while one of its elements was being mutated in place "
-               + "through its subscript (for example `array[i].mutate { array.count }`, or "
-               + "`swap(&array[i], &array[j])`: use `swapAt`). Nobody observes the array, so the element is "
-               + "mutated where it is stored, with the array locked; read what the mutation needs before it, "
-               + "or copy the element out, change it and assign it back.")
 }

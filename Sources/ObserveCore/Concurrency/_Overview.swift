@@ -7,7 +7,11 @@
 //   uncontended pair cost ~106 instructions on the notification path, more than the lookup it
 //   guarded (measurement in the file). Not `Synchronization.Mutex`: its futex wait lives in an
 //   uninstrumented library, so ThreadSanitizer could not check the callers (`_ActorMailbox.swift`).
-//   `_HolderRecordingLock` adds the holder's thread, to report a re-entry instead of spinning.
+// - `_ArrayLock` (`_ArrayLock.swift`): an `ObservableArray`'s lock. `_Lock`'s word, biased: after
+//   16,384 sections in a row by one thread, that thread enters with plain loads and stores; the
+//   first other thread revokes the bias for good with an asymmetric barrier (membarrier,
+//   `include/cobs_barrier.h`). It records an in-place access's thread, to report a re-entry
+//   instead of spinning.
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
@@ -47,7 +51,7 @@
 // lock; the array frees them once unlocked), and values displaced under a lock are released
 // after unlocking. The one exception is
 // the in-place subscript (`array[i].append(x)`): the caller's mutation of the element runs with
-// the array locked, and a re-entry into the same array is reported by `_HolderRecordingLock`.
+// the array locked, and a re-entry into the same array is reported by `_ArrayLock`.
 //
 // Read without a lock, and why that is enough
 // - `KeyValueRegistrar._observedMask` / `_priorMask` ("anyone observing this key?"): relaxed
@@ -75,7 +79,7 @@
 //   it names is made (0 when unwired or detached); loaded by each leaf change, which is announced
 //   only when the stamp it was registered with is still the current one. A stale load drops or
 //   announces a change racing with a re-wiring, as the lock-taking check it replaced could.
-// - `ObservationRuntime._maximumDepth`, `_BindingCore._cut`, `_HolderRecordingLock._holder`:
+// - `ObservationRuntime._maximumDepth`, `_BindingCore._cut`, `_ArrayLock._holder`:
 //   single words, each documented where it is declared.
 //
 // Guarded by a lock other than the owner's: `KeyValueRegistrar._groupCount` (the object's
