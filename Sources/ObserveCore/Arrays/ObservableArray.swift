@@ -92,7 +92,9 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     }
 
     deinit {
-        _lock.withLock { _tracker?.deactivate(_storage) }
+        _lock.lockForDeinit()   // (no bias to revoke: nobody else can be inside)
+        _tracker?.deactivate(_storage)
+        _lock.unlock()
         func release(_ spare: UInt) {
             if spare != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: spare)!).release() }
         }

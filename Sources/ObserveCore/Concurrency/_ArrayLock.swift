@@ -24,7 +24,7 @@ import Darwin
 ///   consecutive sections taken by one thread; at `_biasThreshold` (16,384 unless
 ///   `OBSERVECORE_ARRAY_BIAS_AFTER` says otherwise) it stores that thread's tag in `_owner`.
 /// - **Biased.** The owner enters by storing its tag in `_inside`, then loading `_owner` again:
-///   still its own, it is in (no read-modify-write, no fence; `cobs_compiler_fence` keeps the
+///   still its own, it is in (no read-modify-write, no processor fence; `cobs_compiler_fence` keeps the
 ///   compiler from swapping the two). It leaves by storing 0 in `_inside` (release).
 /// - **Revoked.** Any other thread takes `_word`, finds the bias and revokes it: it stores 0 in
 ///   `_owner`, runs the asymmetric barrier (`cobs_asymmetric_barrier`: membarrier), then waits
@@ -39,17 +39,31 @@ import Darwin
 /// Happens-before, as ThreadSanitizer checks it: the owner's leaving store releases, the
 /// revoker's load of `_inside` acquires; after that, `_word` orders everything.
 ///
-/// What it costs. An unbiased section pays a compare and a decrement beside the
-/// compare-and-swap. A revocation is a system call, ~7 µs here with another thread running, more
-/// when threads outnumber cores: once per array, and only after 16,384 sections of one thread
-/// (at least ~100 µs of work), so it adds at most a few percent to what the array cost its first
-/// owner. A program that hands an array to another thread after a long single-threaded stretch
-/// pays it once; one that shares an array from the start never biases it. Where the barrier
-/// does not exist (other systems, old kernels) the lock never biases.
+/// In-place sections (`lockRecordingHolder`, the subscript's `_modify`) always take `_word`: the
+/// caller's code may suspend in them and resume on another thread, and only the owner can leave
+/// a biased section. The owner gives its bias up there; another thread revokes it there, as in
+/// any section. They are not counted in streaks.
 ///
-/// Re-entry. A thread taking the lock it already holds traps: the in-place subscript
-/// (`lockRecordingHolder`) records its thread so that the message names what the caller did; a
-/// biased owner is recognised from `_inside`.
+/// What it costs. An unbiased section pays a compare and a decrement beside the compare-and-swap
+/// (an unobserved append 6.45 ns instead of 5.98, a subscript set 6.23 instead of 6.03). A biased
+/// one pays no atomic read-modify-write (append 1.94 ns, subscript set 2.47; release and acquire
+/// are plain moves on x86, one-way barriers on ARM). A revocation is a system call that
+/// interrupts every processor running a thread of the process: 7 µs measured here with another
+/// thread running, 27 µs with three threads on two cores. It happens once per array, and only
+/// after 16,384 sections of one thread (~100 µs of work at least), so it adds about 7% (27%) to
+/// what the array cost its first owner. An array released on another thread than its owner's
+/// pays nothing (`lockForDeinit`). Where the barrier does not exist (other systems, old
+/// kernels) the lock never biases.
+///
+/// Thread tags. A tag is an address in the thread's static TLS block, which a thread created
+/// after another exited may get again: it then inherits a bias the exited thread held. That is
+/// sound (an exited thread is inside no section), but ThreadSanitizer sees no ordering from the
+/// exited thread to the new one and may report a race there.
+///
+/// Re-entry. A thread taking the lock it holds traps: the in-place subscript records its thread,
+/// so that the message names what the caller did, and a biased owner is recognised from
+/// `_inside`. (A nested `lock()` inside the section that granted the bias, which still holds
+/// `_word`, would not be recognised; the library never nests sections.)
 @usableFromInline
 internal final class _ArrayLock: @unchecked Sendable {
     @usableFromInline internal let _word = _LockWord()
@@ -137,15 +151,18 @@ internal final class _ArrayLock: @unchecked Sendable {
     /// Takes the lock for a section that runs user code, recording the calling thread. Pair with
     /// `unlockRecordedHolder()`. Always through `_word`, never biased: user code may suspend in
     /// it (`await f(&array[i])`) and resume on another thread, which then unlocks, and a biased
-    /// section can only be left by its owner. An owner gives its bias up here (no barrier
-    /// needed: it is the one thread that could be inside), and may earn it again.
+    /// section can only be left by its owner. The owner gives its bias up here (no barrier:
+    /// it is the one thread that could be inside); another thread revokes it, as any section of
+    /// another thread does. Either way the section is not counted in a streak.
     @inlinable @inline(__always)
     internal func lockRecordingHolder() {
         let me = cobs_thread_tag()
         if _slowPath(_owner.load(ordering: .relaxed) == me) {
             _dropOwnBias(me)
-        } else if _slowPath(!_word.tryLock()) {
-            _takeWord(me)
+        } else {
+            if _slowPath(!_word.tryLock()) { _takeWord(me) }
+            // Under `_word`: another thread's bias or streak is this section's to end.
+            if _slowPath(_owner.load(ordering: .relaxed) != 0 || _streakThread != me) { _claimStreak(me) }
         }
         _holder.store(me, ordering: .relaxed)
     }
@@ -227,15 +244,34 @@ internal final class _ArrayLock: @unchecked Sendable {
         _owner.store(me, ordering: .relaxed)
     }
 
-    /// The owner, outside any section, takes `_word` and gives up its bias (its streak starts
-    /// again from this section).
+    /// Under `_word`, in a section that is not counted (in-place): revokes another thread's bias
+    /// and restarts the streak with `me`, at zero.
+    @usableFromInline @inline(never)
+    internal func _claimStreak(_ me: UInt) {
+        if _owner.load(ordering: .relaxed) != 0 { _revokeBias() }
+        _streakThread = me
+        if !_neverBias { _streakLeft = _biasThreshold }
+    }
+
+    /// The owner, outside any section, takes `_word` and gives up its bias; its streak restarts
+    /// (this in-place section is not counted). If another thread revoked the bias meanwhile
+    /// (between the owner's load of `_owner` and its taking `_word`), that revocation stands.
     @usableFromInline @inline(never)
     internal func _dropOwnBias(_ me: UInt) {
         if _slowPath(_inside.load(ordering: .relaxed) == me) { _reentered(me) }
         _takeWord(me)
+        if _owner.load(ordering: .relaxed) == me { _owner.store(0, ordering: .relaxed) }
+        _claimStreak(me)
+    }
+
+    /// For the array's deinit: takes `_word` and clears a bias without the barrier. Nobody can be
+    /// inside a section of a dying array (every section runs on a thread holding a reference to
+    /// it), so the system call a revocation costs would buy nothing. Pair with `unlock()`.
+    internal func lockForDeinit() {
+        let me = cobs_thread_tag()
+        _takeWord(me)
         _owner.store(0, ordering: .relaxed)
-        _streakThread = me
-        _streakLeft = _biasThreshold
+        _neverBias = true
     }
 
     /// Under `_word`: takes the bias back from its owner (see the type's comment) for good.
@@ -243,8 +279,9 @@ internal final class _ArrayLock: @unchecked Sendable {
         _owner.store(0, ordering: .relaxed)
         let barrierRan = cobs_asymmetric_barrier()
         precondition(barrierRan, "ObserveCore: an array lock was biased without the asymmetric barrier")
-        var spins = 0
+        var spins = 0, waited = false
         while _inside.load(ordering: .acquiring) != 0 {
+            waited = true
             spins += 1
             if spins >= 32 {
                 sched_yield()
@@ -253,7 +290,13 @@ internal final class _ArrayLock: @unchecked Sendable {
         }
         _neverBias = true
         _streakLeft = .max
+        _ArrayLock.revocations.add(1, ordering: .relaxed)
+        if waited { _ArrayLock.revocationsThatWaited.add(1, ordering: .relaxed) }
     }
+
+    /// Revocations in this process, and those that found the owner inside and waited (tests).
+    internal static let revocations = Atomic<Int>(0)
+    internal static let revocationsThatWaited = Atomic<Int>(0)
 
     /// The biased owner asked for the lock it holds.
     @usableFromInline @inline(never)

@@ -283,7 +283,8 @@ struct Target {
     static let unobservedNote = "an unobserved operation takes the array's lock, checks that nobody observes and "
         + "that the storage is not shared, then touches the ring; a plain Array local to the loop is optimised "
         + "whole. The lock is biased: after 16,384 sections in a row by this thread it enters with plain loads and "
-        + "stores (no compare-and-swap, no fence), so what remains is ~40 instructions against Array's handful. "
+        + "stores (no atomic read-modify-write), so what remains is ~50 instructions (callgrind) against Array's "
+        + "handful. "
         + "The lock is kept on purpose (README, Observing arrays): a variant without it is safe only with one "
         + "owner, which the type system cannot check for a shared class."
 
