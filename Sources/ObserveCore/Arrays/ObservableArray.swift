@@ -67,9 +67,15 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
 
     /// An empty array whose observations live in the given backend's registry (tests, benchmark).
     @_spi(Testing)
-    public init(backend: ObservationBackend) {
+    public convenience init(backend: ObservationBackend) {
+        self.init(storage: _RingBuffer(), backend: backend)
+    }
+
+    /// An array over `storage` (which it takes as its own), on the given backend: every
+    /// initializer ends here, so an array made from elements allocates its ring once.
+    internal init(storage: _RingBuffer<Element>, backend: ObservationBackend) {
         kvoRegistrar = KeyValueRegistrar(backend: backend)
-        _storage = _RingBuffer()
+        _storage = storage
         _mutationKeyID = _KeyTable.shared.id(forKeyOf: ObservableArray<Element>.self) { \ObservableArray<Element>.self }
     }
 
@@ -85,10 +91,10 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// An array holding `elements`, on the given backend (tests, benchmark).
     @_spi(Testing)
     public convenience init<S: Sequence>(_ elements: S, backend: ObservationBackend) where S.Element == Element {
-        self.init(backend: backend)
         let contents = ContiguousArray(elements)
-        _storage = _RingBuffer(capacity: contents.count)
-        _storage.replaceAll(with: contents)
+        let storage = _RingBuffer<Element>(capacity: contents.count)
+        storage.replaceAll(with: contents)
+        self.init(storage: storage, backend: backend)
     }
 
     deinit {
@@ -106,6 +112,12 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     /// run under it).
     @_spi(Testing)
     public var _isLocked: Bool { _lock.isHeld }
+
+    /// Whether the array's lock is biased to the calling thread (tests; `_ArrayLock`).
+    internal var _lockIsBiasedToCurrentThread: Bool { _lock.isBiasedToCurrentThread }
+
+    /// Sets the array's lock's bias threshold and restarts its streak (tests; `_ArrayLock`).
+    internal func _setLockBiasThreshold(_ sections: Int) { _lock._setBiasThreshold(sections) }
 
     // MARK: Storage helpers (caller holds the lock)
 

@@ -64,8 +64,13 @@ import Darwin
 /// so that the message names what the caller did, and a biased owner is recognised from
 /// `_inside`. (A nested `lock()` inside the section that granted the bias, which still holds
 /// `_word`, would not be recognised; the library never nests sections.)
+///
+/// Stored inline in its array (a noncopyable struct of atomic words: no allocation of its own,
+/// and no pointer to follow on every section). The streak's fields are atomics only so that
+/// they can change through a borrowed lock; they are read and written with relaxed loads and
+/// stores (plain moves), under `_word`.
 @usableFromInline
-internal final class _ArrayLock: @unchecked Sendable {
+internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
     @usableFromInline internal let _word = _LockWord()
     /// The tag of the thread the lock is biased to, or 0. Set and cleared under `_word`.
     @usableFromInline internal let _owner = Atomic<UInt>(0)
@@ -76,12 +81,29 @@ internal final class _ArrayLock: @unchecked Sendable {
 
     /// The thread that took the last unbiased section, and how many more sections in a row it
     /// must take for the lock to bias to it (`Int.max` once the lock must never bias).
-    @exclusivity(unchecked) @usableFromInline internal var _streakThread: UInt = 0
-    @exclusivity(unchecked) @usableFromInline internal var _streakLeft = Int.max
+    @usableFromInline internal let _streakThreadWord = Atomic<UInt>(0)
+    @usableFromInline internal let _streakLeftWord = Atomic<Int>(.max)
     /// Sections of one thread in a row after which the lock biases to it.
-    @exclusivity(unchecked) internal var _biasThreshold = _ArrayLock._defaultBiasThreshold
+    internal let _biasThresholdWord = Atomic<Int>(_ArrayLock._defaultBiasThreshold)
     /// Set when a bias was revoked, or when it cannot exist (no asymmetric barrier).
-    @exclusivity(unchecked) internal var _neverBias = false
+    internal let _neverBiasWord = Atomic<Bool>(false)
+
+    @inlinable internal var _streakThread: UInt {
+        get { _streakThreadWord.load(ordering: .relaxed) }
+        nonmutating set { _streakThreadWord.store(newValue, ordering: .relaxed) }
+    }
+    @inlinable internal var _streakLeft: Int {
+        get { _streakLeftWord.load(ordering: .relaxed) }
+        nonmutating set { _streakLeftWord.store(newValue, ordering: .relaxed) }
+    }
+    internal var _biasThreshold: Int {
+        get { _biasThresholdWord.load(ordering: .relaxed) }
+        nonmutating set { _biasThresholdWord.store(newValue, ordering: .relaxed) }
+    }
+    internal var _neverBias: Bool {
+        get { _neverBiasWord.load(ordering: .relaxed) }
+        nonmutating set { _neverBiasWord.store(newValue, ordering: .relaxed) }
+    }
 
     /// 16,384, or `OBSERVECORE_ARRAY_BIAS_AFTER` (a positive count; CI runs suites with 1 and 2,
     /// so that every array biases at once and every cross-thread test revokes).
@@ -92,6 +114,7 @@ internal final class _ArrayLock: @unchecked Sendable {
         return 16_384
     }()
 
+    @usableFromInline
     internal init() {}
 
     /// Takes the lock. Inlined: the owner's loads and stores, or the compare-and-swap and the

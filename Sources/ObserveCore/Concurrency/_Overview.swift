@@ -7,11 +7,11 @@
 //   uncontended pair cost ~106 instructions on the notification path, more than the lookup it
 //   guarded (measurement in the file). Not `Synchronization.Mutex`: its futex wait lives in an
 //   uninstrumented library, so ThreadSanitizer could not check the callers (`_ActorMailbox.swift`).
-// - `_ArrayLock` (`_ArrayLock.swift`): an `ObservableArray`'s lock. `_Lock`'s word, biased: after
-//   16,384 sections in a row by one thread, that thread enters with plain loads and stores; the
-//   first other thread revokes the bias for good with an asymmetric barrier (membarrier,
-//   `include/cobs_barrier.h`). It records an in-place access's thread, to report a re-entry
-//   instead of spinning.
+// - `_ArrayLock` (`_ArrayLock.swift`): an `ObservableArray`'s lock, stored inline in the array.
+//   `_Lock`'s word, biased: after 16,384 sections in a row by one thread, that thread enters
+//   with plain loads and stores; the first other thread revokes the bias for good with an
+//   asymmetric barrier (membarrier, `include/cobs_barrier.h`). It records an in-place access's
+//   thread, to report a re-entry instead of spinning.
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache

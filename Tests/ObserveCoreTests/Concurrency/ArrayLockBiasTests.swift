@@ -15,20 +15,20 @@ struct ArrayLockBiasTests {
     func biasThenRevoke() {
         let values = ObservableArray<Int>(backend: .c)
         values.reserveCapacity(1_000)
-        values._lock._setBiasThreshold(100)
+        values._setLockBiasThreshold(100)
         for _ in 0..<99 { _ = values.count }                      // one section each
-        #expect(!values._lock.isBiasedToCurrentThread, "99 sections: one short of the threshold")
+        #expect(!values._lockIsBiasedToCurrentThread, "99 sections: one short of the threshold")
         _ = values.count
-        #expect(values._lock.isBiasedToCurrentThread)
+        #expect(values._lockIsBiasedToCurrentThread)
         for i in 0..<200 { values.append(i); values[i] = i }      // biased sections
 
         // Another thread (`async`: `sync` may run the block on this one) revokes.
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { values.append(200); done.signal() }
         done.wait()
-        #expect(!values._lock.isBiasedToCurrentThread)
+        #expect(!values._lockIsBiasedToCurrentThread)
         for i in 201..<1_000 { values.append(i) }
-        #expect(!values._lock.isBiasedToCurrentThread, "a revoked lock never biases again")
+        #expect(!values._lockIsBiasedToCurrentThread, "a revoked lock never biases again")
         #expect(values.elements == Array(0..<1_000))
         #expect(!values._isLocked)
     }
@@ -36,13 +36,13 @@ struct ArrayLockBiasTests {
     @Test("an in-place mutation gives the owner's bias up, traps on re-entry, and the bias can be earned again")
     func inPlaceDropsBias() {
         let rows = ObservableArray<[Int]>([[0]], backend: .c)
-        rows._lock._setBiasThreshold(4)
+        rows._setLockBiasThreshold(4)
         for _ in 0..<4 { _ = rows.count }
-        #expect(rows._lock.isBiasedToCurrentThread)
+        #expect(rows._lockIsBiasedToCurrentThread)
         rows[0].append(1)                                          // `_modify`: through the word
-        #expect(!rows._lock.isBiasedToCurrentThread, "an in-place section is never biased")
+        #expect(!rows._lockIsBiasedToCurrentThread, "an in-place section is never biased")
         for _ in 0..<4 { _ = rows.count }
-        #expect(rows._lock.isBiasedToCurrentThread, "earned again after the threshold")
+        #expect(rows._lockIsBiasedToCurrentThread, "earned again after the threshold")
         #expect(rows.elements == [[0, 1]])
         #expect(!rows._isLocked)
     }
@@ -52,7 +52,7 @@ struct ArrayLockBiasTests {
     func reentryFromBiasedOwnerTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let rows = ObservableArray<[Int]>([[1]], backend: .c)
-            rows._lock._setBiasThreshold(1)
+            rows._setLockBiasThreshold(1)
             _ = rows.count
             rows[0].append(rows.count)                             // fine: count is read before
             rows[0].appendComputed { rows.count }                  // re-entry: traps
@@ -65,9 +65,9 @@ struct ArrayLockBiasTests {
     func biasedOwnerReentryTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let values = ObservableArray([1, 2, 3], backend: .c)
-            values._lock._setBiasThreshold(1)
+            values._setLockBiasThreshold(1)
             _ = values.count
-            guard values._lock.isBiasedToCurrentThread else { fatalError("took the lock while holding it (no bias here)") }
+            guard values._lockIsBiasedToCurrentThread else { fatalError("took the lock while holding it (no bias here)") }
             values._lock.lock()
             values._lock.lock()
         }
@@ -94,9 +94,9 @@ struct ArrayLockBiasTests {
         for round in 0..<rounds {
             let values = ObservableArray<Int>(0..<8, backend: .c)
             values.reserveCapacity(total)
-            values._lock._setBiasThreshold(1 + round % 3)
+            values._setLockBiasThreshold(1 + round % 3)
             for _ in 0..<3 { _ = values.count }
-            guard values._lock.isBiasedToCurrentThread else {
+            guard values._lockIsBiasedToCurrentThread else {
                 Issue.record("the lock did not bias to the thread that filled the array")
                 return
             }
@@ -130,9 +130,9 @@ struct ArrayLockBiasTests {
     @Test("another thread's in-place mutation revokes the bias: no increment lost (OnTwoThreads)")
     func inPlaceFromAnotherThreadRevokes() {
         let values = ObservableArray([0, 0, 0], backend: .c)
-        values._lock._setBiasThreshold(1)
+        values._setLockBiasThreshold(1)
         _ = values.count
-        #expect(values._lock.isBiasedToCurrentThread)
+        #expect(values._lockIsBiasedToCurrentThread)
         let increments = 200_000, swaps = 200_000
         let ready = Atomic<Bool>(false)
         let done = DispatchSemaphore(value: 0)
@@ -145,7 +145,7 @@ struct ArrayLockBiasTests {
         for _ in 0..<swaps { values.swapAt(0, 1) }
         done.wait()
         #expect(values[0] + values[1] == increments, "every in-place increment landed once")
-        #expect(!values._lock.isBiasedToCurrentThread)
+        #expect(!values._lockIsBiasedToCurrentThread)
     }
 
     @Test("an array biased to one thread and released on another pays no revocation")
@@ -153,9 +153,9 @@ struct ArrayLockBiasTests {
         final class Holder: @unchecked Sendable { var array: ObservableArray<Int>? }
         let holder = Holder()
         holder.array = ObservableArray([1, 2, 3], backend: .c)
-        holder.array!._lock._setBiasThreshold(1)
+        holder.array!._setLockBiasThreshold(1)
         _ = holder.array!.count
-        #expect(holder.array!._lock.isBiasedToCurrentThread)
+        #expect(holder.array!._lockIsBiasedToCurrentThread)
         let before = _ArrayLock.revocations.load(ordering: .relaxed)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
