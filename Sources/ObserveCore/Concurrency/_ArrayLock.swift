@@ -50,8 +50,8 @@ import Darwin
 /// are plain moves on x86, one-way barriers on ARM). A revocation is a system call that
 /// interrupts every processor running a thread of the process: 7 µs measured here with another
 /// thread running, 27 µs with three threads on two cores. It happens once per array, and only
-/// after 16,384 sections of one thread (~100 µs of work at least), so it adds about 7% (27%) to
-/// what the array cost its first owner. An array released on another thread than its owner's
+/// after 16,384 sections of one thread (~100 µs of work at least), so it adds at most about 7%
+/// (27%) to what the array cost its first owner. An array released on another thread than its owner's
 /// pays nothing (`lockForDeinit`). Where the barrier does not exist (other systems, old
 /// kernels) the lock never biases.
 ///
@@ -68,7 +68,7 @@ import Darwin
 /// Stored inline in its array (a noncopyable struct of atomic words: no allocation of its own,
 /// and no pointer to follow on every section). The streak's fields are atomics only so that
 /// they can change through a borrowed lock; they are read and written with relaxed loads and
-/// stores (plain moves), under `_word`.
+/// stores (plain moves), under `_word` (which ThreadSanitizer therefore cannot check for them).
 @usableFromInline
 internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
     @usableFromInline internal let _word = _LockWord()
@@ -105,8 +105,9 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
         nonmutating set { _neverBiasWord.store(newValue, ordering: .relaxed) }
     }
 
-    /// 16,384, or `OBSERVECORE_ARRAY_BIAS_AFTER` (a positive count; CI runs suites with 1 and 2,
-    /// so that every array biases at once and every cross-thread test revokes).
+    /// 16,384, or `OBSERVECORE_ARRAY_BIAS_AFTER` (a positive count; CI runs the sanitizer and
+    /// random suites with 1, so that every array biases at once and every cross-thread test
+    /// revokes).
     internal static let _defaultBiasThreshold: Int = {
         if let text = getenv("OBSERVECORE_ARRAY_BIAS_AFTER"), let value = Int(String(cString: text)), value > 0 {
             return value
@@ -239,11 +240,14 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
         if _streakThread == me { _bias(me) } else { _switchStreak(me) }
     }
 
-    /// Takes `_word`, waiting if need be, and reports a re-entry from an in-place element mutation.
+    /// Takes `_word`, waiting if need be. Before waiting, reports a re-entry: from an in-place
+    /// element mutation, or from a biased section whose bias a revoker (holding `_word`, waiting
+    /// for this thread to leave) took meanwhile, which would otherwise wait forever.
     @usableFromInline @inline(never)
     internal func _takeWord(_ me: UInt) {
         if _word.tryLock() { return }
         if _holder.load(ordering: .relaxed) == me { _reenteredDuringInPlaceAccess() }
+        if _inside.load(ordering: .relaxed) == me { _reentered(me) }
         _word.waitAndLock()
     }
 
@@ -292,6 +296,9 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
     /// it), so the system call a revocation costs would buy nothing. Pair with `unlock()`.
     internal func lockForDeinit() {
         let me = cobs_thread_tag()
+        // Released from inside its own biased section (no library path does that): the deinit
+        // would enter beside the section. Trap, as the lock's re-entry always did.
+        if _inside.load(ordering: .relaxed) != 0 { _reentered(me) }
         _takeWord(me)
         _owner.store(0, ordering: .relaxed)
         _neverBias = true

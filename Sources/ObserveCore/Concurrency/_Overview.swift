@@ -10,8 +10,9 @@
 // - `_ArrayLock` (`_ArrayLock.swift`): an `ObservableArray`'s lock, stored inline in the array.
 //   `_Lock`'s word, biased: after 16,384 sections in a row by one thread, that thread enters
 //   with plain loads and stores; the first other thread revokes the bias for good with an
-//   asymmetric barrier (membarrier, `include/cobs_barrier.h`). It records an in-place access's
-//   thread, to report a re-entry instead of spinning.
+//   asymmetric barrier (membarrier, `include/cobs_barrier.h`); an array's deinit clears a bias
+//   without it (nobody else can be inside). It records an in-place access's thread, to report a
+//   re-entry instead of spinning.
 // - Read sections (`_ReadSections.swift`, with the per-thread records in C:
 //   `include/cobs_read_sections.h`): a registrar publishes its object's immutable
 //   `_DispatchCache` in one atomic word; a setter marks its own thread's record, reads the cache
