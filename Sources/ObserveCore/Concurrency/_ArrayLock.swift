@@ -209,16 +209,13 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
     internal var isBiasedToCurrentThread: Bool { _owner.load(ordering: .relaxed) == cobs_thread_tag() }
 
     /// Sets the bias threshold of this lock and restarts its streak with the calling thread,
-    /// unbiased (tests). Through `_word`, like an in-place section, so a bias held by this
-    /// thread is given up first.
+    /// unbiased (tests). Through `_word`, like an in-place section, which gives this thread's
+    /// bias up or revokes another's and leaves the streak this thread's.
     internal func _setBiasThreshold(_ sections: Int) {
         precondition(sections > 0, "a bias threshold counts sections: at least 1")
         lockRecordingHolder()
         _biasThreshold = sections
-        if !_neverBias {
-            _streakThread = cobs_thread_tag()
-            _streakLeft = sections
-        }
+        if !_neverBias { _streakLeft = sections }
         unlockRecordedHolder()
     }
 
@@ -251,13 +248,12 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
         _word.waitAndLock()
     }
 
-    /// Under `_word`: a section by another thread than the last. Revokes a bias (to the last
-    /// thread: only it can hold one), then starts a new streak, this section its first.
+    /// Under `_word`: a section by another thread than the last. Claims the streak (revoking a
+    /// bias: only the last thread can hold one), then counts this section as its first.
     private func _switchStreak(_ me: UInt) {
-        if _owner.load(ordering: .relaxed) != 0 { _revokeBias() }
-        _streakThread = me
+        _claimStreak(me)
         if _neverBias { return }
-        _streakLeft = _biasThreshold - 1
+        _streakLeft &-= 1
         if _streakLeft == 0 { _bias(me) }
     }
 
@@ -271,8 +267,8 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
         _owner.store(me, ordering: .relaxed)
     }
 
-    /// Under `_word`, in a section that is not counted (in-place): revokes another thread's bias
-    /// and restarts the streak with `me`, at zero.
+    /// Under `_word`: revokes another thread's bias and restarts the streak with `me`, no section
+    /// counted yet (an in-place section, which does not count, stops there).
     @usableFromInline @inline(never)
     internal func _claimStreak(_ me: UInt) {
         if _owner.load(ordering: .relaxed) != 0 { _revokeBias() }
