@@ -35,6 +35,7 @@
 #define COBS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define COBS_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define COBS_NOINLINE __attribute__((noinline))
+#define COBS_FLATTEN __attribute__((flatten)) /* inline every call in the function's body */
 #define COBS_COLD __attribute__((cold))
 #define COBS_UNUSED __attribute__((unused))
 #define COBS_PRINTF_FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -43,6 +44,7 @@
 #define COBS_UNLIKELY(x) (x)
 #define COBS_ALWAYS_INLINE inline
 #define COBS_NOINLINE
+#define COBS_FLATTEN
 #define COBS_COLD
 #define COBS_UNUSED
 #define COBS_PRINTF_FORMAT(fmt, args)

@@ -411,6 +411,33 @@ import Testing
         #expect(rebuilt.slots(ring, element(count)).isEmpty)
     }
 
+    @Test func aRebuildWithCopiesAgreesWithInsertingOneByOne() {
+        // 50,000 entries (2^16 buckets: the plain loop, which adds new elements in bulk and hands
+        // each copy to the general path, then goes on in bulk). The ring wraps. Every 97th of the
+        // first 29,100 slots holds one of elements 0..<300 (most of which are also in their own
+        // slot, so there twice), and every 125th slot element 7 (400 times in all).
+        let count = 50_000, ring = TestRing(mask: (1 << 16) - 1), head: UInt32 = (1 << 16) - 7_000
+        for i in 0..<count {
+            let id = i % 97 == 0 && i < 29_100 ? i % 300 : i % 125 == 1 ? 7 : i
+            ring[(head &+ UInt32(i)) & ring.mask] = element(id)
+        }
+        let rebuilt = TestPositions(), inserted = TestPositions(capacityHint: count)
+        assertStatus(cobs_positions_rebuild(rebuilt.raw, ring.pointer, ring.mask, head, count), COBS_OK)
+        for i in 0..<count {
+            let slot = (head &+ UInt32(i)) & ring.mask
+            assertStatus(cobs_positions_insert(inserted.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
+        }
+        #expect(rebuilt.count == count)
+        rebuilt.assertInvariants(ring)
+        for probe in [0, 7, 150, 299, 1_000, 6_999, 7_000, 29_099, 49_999] {
+            #expect(rebuilt.slots(ring, element(probe)).sorted() == inserted.slots(ring, element(probe)).sorted(),
+                    "element \(probe)")
+        }
+        #expect(rebuilt.slots(ring, element(7)).count == 400)
+        #expect(rebuilt.slots(ring, element(197)).count == 2 && rebuilt.slots(ring, element(150)).count == 2)
+        #expect(rebuilt.slots(ring, element(97)).count == 1, "its own slot is the 97th")
+    }
+
     @Test func aLargeRebuildWithoutScratchMemoryTakesThePlainLoop() {
         // The partitioned rebuild needs 8 bytes per element of scratch; refused, it inserts in
         // ring order, with the same result.
