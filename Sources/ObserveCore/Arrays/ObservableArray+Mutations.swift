@@ -133,16 +133,20 @@ extension ObservableArray {
         guard k > 0 else { return }
         _openGap(at: index, count: k)
         unowned(unsafe) let ring = _storage
-        // At most two bulk copies: up to the end of the allocation, then from its start.
-        let copied: Void? = elements.withContiguousStorageIfAvailable { ring.initialize(at: index, from: $0) }
+        // At most two bulk copies: up to the end of the allocation, then from its start. A tracker
+        // copies a contiguous run itself: it may overlap the copy with its passes (`copyIn`).
+        let copied: Void? = elements.withContiguousStorageIfAvailable { source in
+            if _tracker == nil { ring.initialize(at: index, from: source) }
+            else { _withTracker { $0.copyIn(source, at: index, ring: $1) } }
+        }
         if copied == nil {
             var i = index
             for element in elements {
                 (ring.base + ring.slot(i)).initialize(to: element)
                 i += 1
             }
+            _withTracker { $0.enter(indices: index..<(index + k), ring: $1) }
         }
-        _withTracker { $0.enter(indices: index..<(index + k), ring: $1) }
     }
 
     /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.

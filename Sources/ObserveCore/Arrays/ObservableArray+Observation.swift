@@ -318,6 +318,13 @@ extension ObservableArray where Element: KeyValueObservable {
         _lock.withLock { ObjectIdentifier(_storage) }
     }
 
+    /// The storage slot that holds logical `index` (tests: whether a run wraps around the end
+    /// of the allocation).
+    @_spi(Testing)
+    public func _storageSlot(of index: Int) -> Int {
+        _lock.withLock { _storage.slot(index) }
+    }
+
     /// Whether the element-position index has fallen behind the contents and will be rebuilt at
     /// the next element change (for tests of when a full shift log is folded instead).
     @_spi(Testing)

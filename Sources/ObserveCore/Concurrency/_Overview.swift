@@ -33,6 +33,10 @@
 //   another; the reference count orders that, but inside the uninstrumented Swift runtime, so in
 //   thread-sanitized builds the reader and the writer also state the order to ThreadSanitizer
 //   (and change boxes are not recycled). Ordinary builds test one flag in the buffer.
+// - `_SharedLoop` (`_SharedLoop.swift`): the chunks of a loop that two threads run together
+//   (an atomic counter hands them out); `finish()` waits until every chunk taken has ended. An
+//   element tracker's two threads copy a long run into the ring with it, under the array's lock
+//   that the calling thread holds, before one indexes the run and the other counts memberships.
 //
 // Locks and their order. While holding the lock on the left, a thread may take the one on the
 // right, never the reverse:
@@ -92,7 +96,9 @@
 //   registration is not cancelled — the registrar's deinit cancels under that lock first;
 // - the ring storage (`unowned(unsafe)` or `Unmanaged.passUnretained(_storage)`) and the elements
 //   it holds (by address, in `_ElementTracker`): the array's `_storage` holds them while the
-//   array's lock is held, and nothing under that lock replaces it;
+//   array's lock is held, and nothing under that lock replaces it (a tracker's second thread
+//   works on them only inside `DispatchQueue.concurrentPerform`, which the lock holder waits
+//   for);
 // - the element-change box and its value cell while a change is prepared and delivered: held by
 //   one `let`, then by the change built from it, which `_recycle` consumes;
 // - the directory's trackers: each entry owns a retain of its tracker (taken by `register`,

@@ -464,8 +464,9 @@ struct ArrayAppendScenario: ArrayScenario {
     var notes: [String] {
         ["one op = one append(contentsOf:) of 10,000; figures per appended element; removeLast(10,000) afterwards "
          + "is not timed. c/swift: every append is checked to arrive as one change of one run of 10,000.",
-         "c/swift: the appended run's two passes (its position-index entries, one membership per element) run on "
-         + "two threads at once, as setup's do (DispatchQueue.concurrentPerform), so ns/element is wall time."]
+         "c/swift: the run is copied in by two threads sharing its chunks, then indexed on one while the other "
+         + "counts one membership per element (DispatchQueue.concurrentPerform, as setup's passes), so ns/element "
+         + "is wall time."]
     }
 
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { heavySampling(config) }

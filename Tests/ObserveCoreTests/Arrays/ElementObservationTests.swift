@@ -85,6 +85,40 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("a long run inserted in the middle, across the end of the ring, is copied and indexed on two threads, copies included",
+          arguments: ObservationBackend.allCases)
+    func longMiddleInsertionOnTwoThreads(backend: ObservationBackend) {
+        // 20,000 inserted (above `_ElementTracker._parallelPassesThreshold`): both threads copy
+        // chunks of the run into the ring (`_ElementTracker.copyIn`), then one indexes it while
+        // the other counts memberships. The front removal moves the ring's head forward, so the
+        // gap opened at index 2,500 runs past the end of the allocation.
+        let roster = (0..<20_000).map { Student(backend, "s\($0)") }
+        var run = (0..<20_000).map { Student(backend, "r\($0)") }
+        run[100] = roster[15_001]                        // already in the array: one more index
+        run[19_000] = run[18_999]                        // twice within the run
+        let array = ObservableArray(roster, backend: backend)
+        array.removeFirst(15_000)
+        var seen: [[Int]] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
+        }
+        array.insert(contentsOf: run, at: 2_500)
+        #expect(array._storageSlot(of: 2_500) > array._storageSlot(of: 22_499), "the run wraps around the end of the ring")
+        array._checkInvariants()
+        #expect(array.count == 25_000 && array[11_500] === run[9_000] && array[24_999] === roster[19_999])
+        run[9_000].name = "x"
+        roster[15_001].name = "y"
+        run[18_999].name = "z"
+        roster[19_999].name = "w"
+        #expect(seen == [[11_500], [1, 2_600], [21_499, 21_500], [24_999]])
+        array.removeSubrange(2_500..<22_500)
+        array._checkInvariants()
+        run[9_000].name = "gone"                         // its membership went with it: nothing reported
+        roster[15_001].name = "kept"
+        #expect(seen.count == 5 && seen.last == [1])
+        token.cancel()
+    }
+
     @Test("a change found through a tracker that a handler replaced is not reported to the replacement's observers",
           arguments: ObservationBackend.allCases)
     func changeFoundThroughAReplacedTrackerIsDropped(backend: ObservationBackend) {
