@@ -570,6 +570,38 @@ static inline size_t probe_for_insert(const struct cobs_positions *pos, const vo
     }
 }
 
+/* Fills empty bucket `i` with a new element's entry (fingerprint `fp`, stored slot `slot`). */
+static inline void fill_bucket(struct cobs_positions *pos, size_t i, uint8_t fp, uint32_t slot) {
+    COBS_DCHECK(is_empty(pos->ctrl[i]));
+    pos->ctrl[i] = fp;
+    pos->slots[i] = slot;
+    pos->count++;
+    pos->entries++;
+}
+
+/* Records (element, slot) for an element the index holds already, in bucket `i` (found by
+** probe_for_insert): the copy joins the element's record, or starts one with the plain slot the
+** bucket held. COBS_INVALID_ARGUMENT when the pair is already recorded; COBS_NO_MEMORY; either
+** leaves the index as it was. Takes no new bucket: the table does not grow. */
+static cobs_status join_copy(struct cobs_positions *pos, size_t i, uintptr_t element, uint32_t slot) {
+    const uint32_t field = pos->slots[i];
+    if (is_record(field)) {
+        dup_record *record = record_of(pos, field);
+        uint32_t position;
+        if (record_holds(pos, record, slot, &position)) return COBS_INVALID_ARGUMENT;
+        const cobs_status st = record_add(pos, record, slot);
+        if (st == COBS_OK) pos->entries++;
+        return st;
+    }
+    if (field == slot) return COBS_INVALID_ARGUMENT;
+    uint32_t index;
+    const cobs_status st = record_new(pos, element, field, slot, &index);
+    if (st != COBS_OK) return st;
+    pos->slots[i] = POS_RECORD_BIT | index;
+    pos->entries++;
+    return COBS_OK;
+}
+
 /* Records (element, slot) — ring[forward(slot)] == element — joining the element's bucket or
 ** record when it has one. Grows the table (reading the ring) when a new bucket is needed.
 ** COBS_INVALID_ARGUMENT when the pair is already recorded (found on the same walk, so an
@@ -579,35 +611,16 @@ static cobs_status add_pair(struct cobs_positions *pos, const void *ring, uintpt
     const uint8_t fp = fingerprint_of(h);
     size_t empty = SIZE_MAX;
     const size_t i = probe_for_insert(pos, ring, element, slot, home_of(pos, h), fp, &empty);
-    if (i != SIZE_MAX) {
-        const uint32_t field = pos->slots[i];
-        if (is_record(field)) {
-            dup_record *record = record_of(pos, field);
-            uint32_t position;
-            if (record_holds(pos, record, slot, &position)) return COBS_INVALID_ARGUMENT;
-            const cobs_status st = record_add(pos, record, slot);
-            if (st == COBS_OK) pos->entries++;
-            return st;
-        }
-        if (field == slot) return COBS_INVALID_ARGUMENT;
-        uint32_t index;
-        const cobs_status st = record_new(pos, element, field, slot, &index);
-        if (st != COBS_OK) return st;
-        pos->slots[i] = POS_RECORD_BIT | index;
-        pos->entries++;
-        return COBS_OK;
-    }
+    if (i != SIZE_MAX) return join_copy(pos, i, element, slot);
     if (pos->count + 1 > max_load_of(pos->capacity)) {
         if (pos->capacity >= POS_MAX_CAPACITY) return COBS_NO_MEMORY;
         const cobs_status st = resize(pos, ring, pos->capacity * 2);
         if (st != COBS_OK) return st;
         place(pos, h, fp, slot);   /* the table moved: walk the new one */
-    } else {
-        pos->ctrl[empty] = fp;
-        pos->slots[empty] = slot;
-        pos->count++;
+        pos->entries++;
+        return COBS_OK;
     }
-    pos->entries++;
+    fill_bucket(pos, empty, fp, slot);
     return COBS_OK;
 }
 
@@ -771,20 +784,23 @@ static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
 
 /* NEW ELEMENTS IN BULK. An append, an insertion of many elements and a rebuild mostly add elements
 ** the index does not hold yet: each is one probe to the first empty bucket after its home (no
-** entry of it on the way), then one ctrl byte and one slot written. add_new_run does only that,
-** for consecutive ring slots, while the log is empty (a stored slot is then the current one) and
-** the table has room: each element's hash is computed once, when its buckets are prefetched
-** POS_REBUILD_PREFETCH elements ahead, and kept in a small ring until its turn, and the probe is
-** inlined. It stops at the first element that needs more (one the index already holds: the copy
-** joins its bucket or record; or a table that must grow) and returns how many it added: its
-** caller's general loop (add_pair) takes that element, then calls it again for the rest.
+** entry of it on the way), then one ctrl byte and one slot written. add_new_run does that for
+** consecutive ring slots while the log is empty (a stored slot is then the current one) and the
+** table has room for every new bucket it may need: each element's hash is computed once, when its
+** buckets are prefetched POS_REBUILD_PREFETCH elements ahead, and kept in a small ring until its
+** turn, and the probe is inlined. A copy of an element the index holds joins it where the probe
+** found it (join_copy), and the run goes on. It stops at the end of its room (the caller's
+** general loop grows the table through add_pair, then calls it again) or at an error (in
+** *status: a pair already recorded, or no memory for a copy's record; the pair that failed is
+** not added), and returns how many pairs it added.
 ** Measured with a C driver (a run of 10,000 inserted into an index of 100,000 entries, 2^17
 ** buckets, then removed again; callgrind, and the mean time of 200 runs): add_pair took ~200
 ** instructions and 13 ns per element, add_new_run takes ~118 and 9 ns (a run of 100 into 1,000
 ** entries: 6.1 ns before, 3.8 now). */
 static COBS_FLATTEN size_t add_new_run(struct cobs_positions *pos, const void *ring, uint32_t mask, uint32_t first,
-                                       size_t count) {
+                                       size_t count, cobs_status *status) {
     COBS_DCHECK(pos->log_count == 0);
+    *status = COBS_OK;
     const size_t max_load = max_load_of(pos->capacity);
     const size_t room = max_load > pos->count ? max_load - pos->count : 0;
     const size_t limit = count < room ? count : room;
@@ -795,29 +811,37 @@ static COBS_FLATTEN size_t add_new_run(struct cobs_positions *pos, const void *r
         hashes[j] = hash_of(pos, ring_at(ring, (first + j) & mask));
         if (prefetches) prefetch_home(pos, hashes[j]);
     }
-    size_t added = 0;
-    for (; added < limit; added++) {
-        const uint64_t h = hashes[added % POS_REBUILD_PREFETCH];
-        if (added + POS_REBUILD_PREFETCH < limit) {
-            const uint64_t ahead = hash_of(pos, ring_at(ring, (first + added + POS_REBUILD_PREFETCH) & mask));
-            hashes[added % POS_REBUILD_PREFETCH] = ahead;
+    size_t done = 0;
+    for (; done < limit; done++) {
+        const uint64_t h = hashes[done % POS_REBUILD_PREFETCH];
+        if (done + POS_REBUILD_PREFETCH < limit) {
+            const uint64_t ahead = hash_of(pos, ring_at(ring, (first + done + POS_REBUILD_PREFETCH) & mask));
+            hashes[done % POS_REBUILD_PREFETCH] = ahead;
             if (prefetches) prefetch_home(pos, ahead);
         }
-        const uint32_t slot = (uint32_t)((first + added) & mask);
+        const uint32_t slot = (uint32_t)((first + done) & mask);
+        const uintptr_t element = ring_at(ring, slot);
         const uint8_t fp = fingerprint_of(h);
         size_t empty = SIZE_MAX;
-        if (probe_for_insert(pos, ring, ring_at(ring, slot), slot, home_of(pos, h), fp, &empty) != SIZE_MAX) break;
-        pos->ctrl[empty] = fp;
-        pos->slots[empty] = slot;
-        if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
+        const size_t found = probe_for_insert(pos, ring, element, slot, home_of(pos, h), fp, &empty);
+        if (found == SIZE_MAX) {
+            fill_bucket(pos, empty, fp, slot);
+        } else if ((*status = join_copy(pos, found, element, slot)) != COBS_OK) {
+            break;
+        }
     }
-    pos->count += added;
-    pos->entries += added;
-    return added;
+    if (done > 0) {
+        /* The largest slot used: first + done - 1, or mask when the run wraps. */
+        const uint64_t last = (uint64_t)first + done - 1;
+        const uint64_t bound = last > mask ? (uint64_t)mask + 1 : last + 1;
+        if (bound > pos->slot_bound) pos->slot_bound = bound;
+    }
+    return done;
 }
 
 /* A run of insertions (an append or an insertion of many elements): one validation, then the
-** pairs in ring order with the buckets of later ones prefetched (PREFETCHED REBUILD, above). The
+** pairs in ring order with the buckets of later ones prefetched (PREFETCHED REBUILD, above): in
+** bulk (add_new_run) while the log is empty and the table has room, otherwise one by one. The
 ** table is not grown ahead for the whole run: copies take no bucket, so a run of copies (an array
 ** appended to itself) would double a table that needs nothing; add_pair grows it when a new
 ** bucket needs room, and the hints in flight then point into the old table (a wasted hint, no
@@ -833,27 +857,33 @@ cobs_status cobs_positions_insert_run(cobs_positions *pos, const void *ring, uin
         if (ring_at(ring, (first + i) & mask) == 0) return COBS_INVALID_ARGUMENT;
     }
     const uint64_t bound_before = pos->slot_bound;
-    for (size_t i = 0; i < count; i++) {
+    size_t i = 0;
+    cobs_status st = COBS_OK;
+    while (i < count) {
         if (pos->log_count == 0) {
-            i += add_new_run(pos, ring, mask, (uint32_t)((first + i) & mask), count - i);
-            if (i == count) break;
+            i += add_new_run(pos, ring, mask, (uint32_t)((first + i) & mask), count - i, &st);
+            if (st != COBS_OK || i == count) break;
         }
+        /* The general path: a table that must grow, or slots translated through the log. */
         if (pos->capacity >= POS_PREFETCH_MIN_CAPACITY && i + POS_REBUILD_PREFETCH < count) {
             prefetch_home(pos, hash_of(pos, ring_at(ring, (first + i + POS_REBUILD_PREFETCH) & mask)));
         }
         const uint32_t current = (uint32_t)((first + i) & mask);
         const uint32_t slot = to_stored(pos, current);
-        const cobs_status st = add_pair(pos, ring, ring_at(ring, current), slot);
-        if (st != COBS_OK) {
-            for (size_t j = i; j-- > 0;) {
-                const uint32_t added = (uint32_t)((first + j) & mask);
-                const cobs_status undone = cobs_positions_remove(pos, ring, mask, ring_at(ring, added), added);
-                COBS_CHECK(undone == COBS_OK, "positions: a pair this run added could not be removed");
-            }
-            pos->slot_bound = bound_before;
-            return st;
-        }
+        st = add_pair(pos, ring, ring_at(ring, current), slot);
+        if (st != COBS_OK) break;
         if ((uint64_t)slot + 1 > pos->slot_bound) pos->slot_bound = (uint64_t)slot + 1;
+        i++;
+    }
+    if (st != COBS_OK) {
+        /* The pairs before the one refused were added: they go again, in reverse. */
+        for (size_t j = i; j-- > 0;) {
+            const uint32_t added = (uint32_t)((first + j) & mask);
+            const cobs_status undone = cobs_positions_remove(pos, ring, mask, ring_at(ring, added), added);
+            COBS_CHECK(undone == COBS_OK, "positions: a pair this run added could not be removed");
+        }
+        pos->slot_bound = bound_before;
+        return st;
     }
     VERIFY(pos, ring, mask);
     return COBS_OK;
@@ -1167,15 +1197,13 @@ static cobs_status insert_partitioned(struct cobs_positions *pos, const void *ri
         const uint32_t slot = (uint32_t)pair;
         const uint8_t fp = (uint8_t)((pair >> 32) & POS_FP_MASK);
         size_t empty = SIZE_MAX;
-        if (probe_for_insert(pos, ring, 0, slot, (size_t)(pair >> 39), fp, &empty) != SIZE_MAX) {
-            status = add_pair(pos, ring, ring_at(ring, slot), slot);   /* a copy: it joins a record */
+        const size_t found = probe_for_insert(pos, ring, 0, slot, (size_t)(pair >> 39), fp, &empty);
+        if (found != SIZE_MAX) {
+            status = join_copy(pos, found, ring_at(ring, slot), slot);   /* a copy: it joins a record */
             continue;
         }
         COBS_DCHECK(pos->count + 1 <= max_load_of(pos->capacity));
-        pos->ctrl[empty] = fp;
-        pos->slots[empty] = slot;
-        pos->count++;
-        pos->entries++;
+        fill_bucket(pos, empty, fp, slot);
     }
     pos->allocator.deallocate(pos->allocator.user, pairs, bytes);
     return status;
@@ -1213,8 +1241,8 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const void *ring, uint32
     /* The plain loop asks for the buckets of the element POS_REBUILD_PREFETCH ahead (see there). */
     const bool prefetches = pos->capacity >= POS_PREFETCH_MIN_CAPACITY;
     for (size_t i = 0; !partitioned && i < count && status == COBS_OK; i++) {
-        i += add_new_run(pos, ring, mask, (uint32_t)((head + i) & mask), count - i);
-        if (i == count) break;
+        i += add_new_run(pos, ring, mask, (uint32_t)((head + i) & mask), count - i, &status);
+        if (i == count || status != COBS_OK) break;
         if (prefetches && i + POS_REBUILD_PREFETCH < count) {
             prefetch_home(pos, hash_of(pos, ring_at(ring, (head + i + POS_REBUILD_PREFETCH) & mask)));
         }
