@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 
 // Observing an array: its mutations, its elements' properties, and (through the owner's
@@ -317,6 +318,11 @@ extension ObservableArray where Element: KeyValueObservable {
     public var _storageIdentity: ObjectIdentifier {
         _lock.withLock { ObjectIdentifier(_storage) }
     }
+
+    /// How many long runs element tracking has copied in on two threads, process-wide (tests:
+    /// that the shared copy ran).
+    @_spi(Testing)
+    public static var _sharedCopyCount: Int { _ElementTrackerBase.sharedCopies.load(ordering: .relaxed) }
 
     /// The storage slot that holds logical `index` (tests: whether a run wraps around the end
     /// of the allocation).

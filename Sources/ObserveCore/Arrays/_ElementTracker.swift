@@ -78,8 +78,9 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     /// The two passes over the elements — building the position index and counting one
     /// membership in each element's registrar — touch disjoint memory (the index's table; the
     /// registrars' membership words) and only read the ring, so they run side by side
-    /// (`_bothPasses`). At 100k elements the index pass is ~11 ns and the membership pass ~8.5 ns
-    /// per element.
+    /// (`_bothPasses`). At 100k elements the index pass is ~4.5 ns per element alone (the C
+    /// driver, new elements added in bulk) and the membership pass ~7.5; side by side on this
+    /// machine's two vCPUs they slow each other down (`array.setup`: ~9.5 ns per element).
     init(array: ObservableArray<Element>, keys elementKeys: [_ElementKey], ring: _RingBuffer<Element>) {
         let keyIDs = elementKeys.map(\.id)
         self.array = _UnownedReference(array)
@@ -143,6 +144,15 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
                                           _ body: (KeyValueRegistrar) -> Void) {
         let addresses = ring.addresses
         for i in indices ?? (0..<ring.count) { _withRegistrar(at: addresses[ring.slot(i)], body) }
+    }
+
+    /// Calls `body` with the registrar of every element of `source`, borrowed (the caller's
+    /// buffer keeps each alive): `Element` is a class, so the buffer holds object addresses.
+    @inline(__always)
+    private static func _forEachRegistrar(in source: UnsafeBufferPointer<Element>, _ body: (KeyValueRegistrar) -> Void) {
+        guard let base = source.baseAddress else { return }
+        let objects = _RingAddresses(raw: UnsafeRawPointer(base))
+        for i in source.indices { _withRegistrar(at: objects[i], body) }
     }
 
     /// Calls `body` with the registrar of the element whose address a ring slot holds, borrowed
@@ -210,35 +220,36 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     }
 
     /// A long run (`_parallelPassesThreshold`) copied in with an up-to-date index: the copy
-    /// overlaps the passes. Both threads copy chunks of the run (`_SharedLoop`) until none is
-    /// left; then this thread waits for the other's last chunk and indexes the run (the index
-    /// reads the ring), while the other counts every membership (reading `source`, not the
-    /// ring). At 100k the copy costs ~6.5 ns per element (a retain each), the index pass ~9.5,
+    /// overlaps the passes. Both halves of `_bothPasses` (one on this thread, the other on a
+    /// worker, as `concurrentPerform` decides) copy chunks of the run (`_SharedLoop`) until none
+    /// is left. The first then waits for the other's last chunk and indexes the run (the index
+    /// reads the ring); the second counts every membership at once, reading `source` (the
+    /// caller's buffer keeps those elements alive), not the ring. At 100k the copy costs ~6.5 ns
+    /// per element (a retain each), the index pass ~9.5 (the table is 84% full after the run),
     /// the membership pass ~7.5; an observed append of 10k took 18 ns per element when the whole
     /// copy came first (the other thread idle through it), 14.6 now. Indexing each chunk as soon
-    /// as it is in, while the other copies the rest, measured slower (18 ns): the two threads of
-    /// this VM slow each other down more in that mix.
+    /// as it is in, while the other copies the rest, measured slower (18 ns): the two vCPUs of
+    /// this machine slow each other down more in that mix.
     override func copyIn(_ source: UnsafeBufferPointer<Element>, at index: Int, ring: _RingBuffer<Element>) {
         let k = source.count
         guard !_stale, k >= Self._parallelPassesThreshold else {
             super.copyIn(source, at: index, ring: ring)
             return
         }
+        _ElementTrackerBase.sharedCopies.wrappingAdd(1, ordering: .relaxed)
         let memberBits = _memberBits, positions = _index, addresses = ring.addresses
         let mask = UInt32(ring.mask), first = UInt32(ring.slot(index))
         let chunk = Self._copyChunk
-        let copy = _SharedLoop(chunks: (k + chunk - 1) / chunk) { c in
+        let copying = _SharedLoop(chunks: (k + chunk - 1) / chunk) { c in
             let lower = c * chunk, upper = Swift.min(lower + chunk, k)
             ring.initialize(at: index + lower, from: UnsafeBufferPointer(rebasing: source[lower..<upper]))
         }
         Self._bothPasses(elements: k, {
-            copy.finish()
+            copying.finish()
             positions.insertRun(ring: addresses, mask: mask, first: first, count: k)
         }, {
-            copy.help()
-            // The run's object references, as addresses (`Element` is a class).
-            let objects = _RingAddresses(raw: UnsafeRawPointer(source.baseAddress.unsafelyUnwrapped))
-            for i in 0..<k { Self._withRegistrar(at: objects[i]) { $0._enterArray(memberBits: memberBits) } }
+            copying.help()
+            Self._forEachRegistrar(in: source) { $0._enterArray(memberBits: memberBits) }
         })
     }
 

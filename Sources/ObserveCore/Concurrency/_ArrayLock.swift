@@ -308,11 +308,7 @@ internal struct _ArrayLock: ~Copyable, @unchecked Sendable {
         var spins = 0, waited = false
         while _inside.load(ordering: .acquiring) != 0 {
             waited = true
-            spins += 1
-            if spins >= 32 {
-                sched_yield()
-                spins = 0
-            }
+            _backOff(&spins)
         }
         _neverBias = true
         _streakLeft = .max

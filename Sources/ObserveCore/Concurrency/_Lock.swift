@@ -85,11 +85,7 @@ internal struct _LockWord: ~Copyable, @unchecked Sendable {
         var spins = 0
         while true {
             if _state.load(ordering: .relaxed) == 0, tryLock() { return }
-            spins += 1
-            if spins >= 32 {
-                sched_yield()
-                spins = 0
-            }
+            _backOff(&spins)
         }
     }
 
@@ -127,4 +123,16 @@ internal func _releaseAfterUnlocking<T>(_ value: consuming T) {
 @usableFromInline
 internal func _opaqueBarrier() {
     cobs_opaque_barrier()
+}
+
+/// One more turn of a wait loop: every 32nd turn yields the thread's time slice, so that the
+/// thread being waited for gets a core even when it was preempted (two cores here). The waits of
+/// `_Lock`, `_ArrayLock`'s revocation and `_SharedLoop` share it.
+@usableFromInline @inline(__always)
+internal func _backOff(_ spins: inout Int) {
+    spins += 1
+    if spins >= 32 {
+        sched_yield()
+        spins = 0
+    }
 }

@@ -36,7 +36,8 @@
 // - `_SharedLoop` (`_SharedLoop.swift`): the chunks of a loop that two threads run together
 //   (an atomic counter hands them out); `finish()` waits until every chunk taken has ended. An
 //   element tracker's two threads copy a long run into the ring with it, under the array's lock
-//   that the calling thread holds, before one indexes the run and the other counts memberships.
+//   that the calling thread holds; one indexes the run once every chunk is in, the other counts
+//   memberships (from the caller's buffer) as soon as no chunk is left to take.
 //
 // Locks and their order. While holding the lock on the left, a thread may take the one on the
 // right, never the reverse:
@@ -98,7 +99,7 @@
 //   it holds (by address, in `_ElementTracker`): the array's `_storage` holds them while the
 //   array's lock is held, and nothing under that lock replaces it (a tracker's second thread
 //   works on them only inside `DispatchQueue.concurrentPerform`, which the lock holder waits
-//   for);
+//   for; the elements of a run being copied in are kept alive by the caller's buffer);
 // - the element-change box and its value cell while a change is prepared and delivered: held by
 //   one `let`, then by the change built from it, which `_recycle` consumes;
 // - the directory's trackers: each entry owns a retain of its tracker (taken by `register`,

@@ -1,13 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A loop of `chunks` independent iterations that two threads run together: each `help()` takes
 /// the next chunk not yet taken (one atomic increment) and runs it, until none is left. `finish()`
 /// helps, then waits until every chunk taken by anyone has ended, and sees everything those
@@ -16,14 +8,14 @@ import Darwin
 /// A waiter only waits for chunks another thread took and is running, so a thread that does all
 /// the work alone (both halves of a `DispatchQueue.concurrentPerform` run on one thread) never
 /// waits on itself. A chunk must not wait for anything: a waiter spins, yielding its time slice
-/// every 32 tries.
+/// every 32 tries (`_backOff`).
 ///
 /// Used by `_ElementTracker.copyIn`, where the copy of a long run must be complete before one
 /// thread indexes it, and the other thread, once awake, helps with the copy before its own pass:
 ///
-///     let copy = _SharedLoop(chunks: n) { chunk in copy(chunk) }
+///     let copying = _SharedLoop(chunks: n) { chunk in copyChunk(chunk) }
 ///     // thread A:                 // thread B:
-///     copy.finish()                copy.help()
+///     copying.finish()             copying.help()
 ///     indexEverything()            countMemberships()
 internal final class _SharedLoop: @unchecked Sendable {
     private let _next = Atomic<Int>(0)
@@ -50,12 +42,6 @@ internal final class _SharedLoop: @unchecked Sendable {
     func finish() {
         help()
         var spins = 0
-        while _ended.load(ordering: .acquiring) < _chunks {
-            spins += 1
-            if spins >= 32 {
-                sched_yield()
-                spins = 0
-            }
-        }
+        while _ended.load(ordering: .acquiring) < _chunks { _backOff(&spins) }
     }
 }

@@ -71,7 +71,9 @@ struct ElementObservationTests {
         let token = array.observe(elementKeyPaths: [\.name]) { _, change in
             if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
         }
+        let sharedCopies = ObservableArray<Student>._sharedCopyCount
         array.append(contentsOf: run)
+        #expect(ObservableArray<Student>._sharedCopyCount == sharedCopies + 1, "copied in on two threads")
         array._checkInvariants()
         run[9_000].name = "x"
         start[7].name = "y"
@@ -102,7 +104,9 @@ struct ElementObservationTests {
         let token = array.observe(elementKeyPaths: [\.name]) { _, change in
             if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
         }
+        let sharedCopies = ObservableArray<Student>._sharedCopyCount
         array.insert(contentsOf: run, at: 2_500)
+        #expect(ObservableArray<Student>._sharedCopyCount == sharedCopies + 1, "copied in on two threads")
         #expect(array._storageSlot(of: 2_500) > array._storageSlot(of: 22_499), "the run wraps around the end of the ring")
         array._checkInvariants()
         #expect(array.count == 25_000 && array[11_500] === run[9_000] && array[24_999] === roster[19_999])
