@@ -149,6 +149,10 @@ extension ObservableArray {
         }
     }
 
+    /// Up to this many removed objects nobody records are kept for release one by one (no
+    /// allocation); more are moved out into one array.
+    internal static var _releasedOneByOneLimit: Int { 8 }
+
     /// Removes the elements in `range`, moving the shorter side; returns them when `capture`.
     @discardableResult
     internal func _removeElements(_ range: Range<Int>, capture: Bool) -> ContiguousArray<Element> {
@@ -158,20 +162,19 @@ extension ObservableArray {
         guard k > 0 else { return removed }
         _withTracker { $0.leave(indices: range, ring: $1) }
         // Uncaptured elements holding references are released after the lock as well (their
-        // deinit may use the array, `_keepUntilUnlocked`): objects one by one, as themselves;
-        // other values collected like captured ones and handed over in one box.
+        // deinit may use the array, `_keepUntilUnlocked`): a few objects one by one, as
+        // themselves; more, or other values, collected like captured ones (moved out in at most
+        // two runs: appending them one by one ran unspecialized, a metadata lookup per element)
+        // and handed over in one box. Values with no references need nothing.
         let trivial = !capture && _isPOD(Element.self)
-        let collect = capture || (!trivial && !_isOneReference(Element.self))
-        if collect { removed.reserveCapacity(k) }
-        for i in range {
-            let pointer = ring.base + ring.slot(i)
-            if collect {
-                removed.append(pointer.move())
-            } else if trivial {
-                pointer.deinitialize(count: 1)
-            } else {
-                _keepUntilUnlocked(pointer.move())
+        let collect = capture || (!trivial && (k > Self._releasedOneByOneLimit || !_isOneReference(Element.self)))
+        if collect {
+            removed = ContiguousArray(unsafeUninitializedCapacity: k) { buffer, initialized in
+                ring.moveOut(from: range.lowerBound, count: k, to: buffer.baseAddress.unsafelyUnwrapped)
+                initialized = k
             }
+        } else if !trivial {
+            for i in range { _keepUntilUnlocked((ring.base + ring.slot(i)).move()) }
         }
         Unmanaged.passUnretained(_storage)._withUnsafeGuaranteedRef {
             $0.closeGap(range) { _shift(from: $0, to: $1, count: $2) }

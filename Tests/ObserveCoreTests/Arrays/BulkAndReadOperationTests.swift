@@ -137,6 +137,49 @@ struct BulkAndReadOperationTests {
         #expect(watch.underLock == 0)
     }
 
+    @Test("more than a few elements removed through the general path are moved out in bulk across the ring's wrap: reported when observed, released after the lock, kept whole by a snapshot",
+          arguments: ObservationBackend.allCases)
+    func bulkRemovalThroughTheGeneralPath(backend: ObservationBackend) {
+        let watch = DeinitWatch()
+        let array = ObservableArray<Item>(backend: backend)
+        func items(_ keys: Range<Int>) -> [Item] { keys.map { watch.item($0, of: array) } }
+        array.reserveCapacity(64)
+        array.append(contentsOf: items(0..<40))
+        array.removeFirst(30)                            // the ring now starts at slot 30
+        array.append(contentsOf: items(40..<80))         // slots 40...63, then 0...15
+        var model = Array(30..<80)
+        #expect(watch.deinits == 30 && array.elements.map(\.key) == model)
+
+        // Observed: the removed elements are captured for the change, in order.
+        var removed: [[Int]] = []
+        let token = array.observe { _, change in
+            removed.append(change.elements.filter { $0.newIndex == nil }.map(\.element.key))
+        }
+        array.removeSubrange(20..<40)                    // slots 50...63, then 0...5
+        model.removeSubrange(20..<40)
+        #expect(removed == [Array(50..<70)])
+        #expect(array.elements.map(\.key) == model)
+        #expect(watch.deinits == 50 && watch.underLock == 0, "\(watch.underLock) of \(watch.deinits) deinits ran under the lock")
+        token.cancel()
+
+        // Storage an iterator shares takes the general path, nobody observing: more than a few
+        // removed are moved out together and released after the lock; the snapshot keeps them.
+        array.append(contentsOf: items(80..<100))
+        model += 80..<100
+        var iterator: ObservableArray<Item>.Iterator? = array.makeIterator()
+        array.removeLast(25)
+        let kept = model
+        model.removeLast(25)
+        #expect(array.elements.map(\.key) == model && watch.deinits == 50)
+        var seen: [Int] = []
+        while let item = iterator!.next() { seen.append(item.key) }
+        #expect(seen == kept, "the snapshot is untouched")
+        iterator = nil
+        #expect(watch.deinits == 75 && watch.underLock == 0)
+        array.removeAll()
+        #expect(watch.deinits == 100 && watch.underLock == 0)
+    }
+
     @Test("append(contentsOf:) and removeLast(k) nobody observes copy and move in bulk across the ring's wrap, and release after the lock",
           arguments: ObservationBackend.allCases)
     func bulkAppendAndRemoveLastUnobserved(backend: ObservationBackend) {
