@@ -20,9 +20,9 @@
 ** `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the process
 ** execute a full barrier (the asymmetric fence of userspace RCU's "memb" flavour); it then skips
 ** the system call when no other thread has a record, since a thread that registers later ends its
-** registration with a full fence. That trade is off by default: measured here, it saved 3% of a
-** notified set and cost a system call per registration change while another thread reads
-** (`threads.2-observe-churn` 14 times slower); read_sections.c has the figures.
+** registration with a full fence. That trade is off by default: it makes a notified set 44%
+** cheaper and costs a system call per registration change while another thread reads
+** (`threads.2-observe-churn` 7 times slower); read_sections.c has the figures.
 **
 ** Who frees, and when (the reclamation story; the Swift side, `Concurrency/_ReadSections.swift`,
 ** holds the retired list and calls these):
