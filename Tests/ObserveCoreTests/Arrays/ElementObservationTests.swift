@@ -123,6 +123,38 @@ struct ElementObservationTests {
         token.cancel()
     }
 
+    @Test("removing a long run, a quarter of the array or more, leaves the index to be rebuilt by the next element change; a shorter one takes its entries out",
+          arguments: ObservationBackend.allCases)
+    func longRemovalLeavesTheIndexStale(backend: ObservationBackend) {
+        // `_ElementTracker.leave(indices:ring:)`: more than 1,024 elements and a quarter of the
+        // array make the index stale (a rebuild of what is left costs less than the removals).
+        let roster = (0..<8_000).map { Student(backend, "s\($0)") }
+        let array = ObservableArray(roster, backend: backend)
+        var seen: [[Int]] = []
+        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
+            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!)) }
+        }
+        array.removeSubrange(1_000..<2_500)              // 1,500 of 8,000: under a quarter
+        var stale = array._isElementIndexStale
+        #expect(!stale)
+        array._checkInvariants()
+        array.removeSubrange(0..<2_000)                  // 2,000 of 6,500: over a quarter
+        stale = array._isElementIndexStale
+        #expect(stale)
+        roster[1_500].name = "gone"                      // left with the first run: nothing reported
+        roster[3_000].name = "gone"                      // left with the second
+        roster[5_000].name = "x"                         // now at 5,000 - 3,500
+        #expect(seen == [[1_500]])
+        stale = array._isElementIndexStale
+        #expect(!stale, "the element change rebuilt it")
+        array._checkInvariants()
+        array.removeFirst(4_000)                         // most of it: stale again, then all of it
+        array.removeAll()
+        roster[7_999].name = "gone too"
+        #expect(seen.count == 1)
+        token.cancel()
+    }
+
     @Test("a change found through a tracker that a handler replaced is not reported to the replacement's observers",
           arguments: ObservationBackend.allCases)
     func changeFoundThroughAReplacedTrackerIsDropped(backend: ObservationBackend) {
