@@ -782,17 +782,24 @@ static inline void prefetch_home(const struct cobs_positions *pos, uint64_t h) {
 #endif
 }
 
+/* The slot bound of a run of `n` >= 1 consecutive slots from `first`: one past its last slot, or
+** mask + 1 when it wraps. */
+static inline uint64_t run_bound(uint32_t first, size_t n, uint32_t mask) {
+    const uint64_t last = (uint64_t)first + n - 1;
+    return last > mask ? (uint64_t)mask + 1 : last + 1;
+}
+
 /* NEW ELEMENTS IN BULK. An append, an insertion of many elements and a rebuild mostly add elements
 ** the index does not hold yet: each is one probe to the first empty bucket after its home (no
 ** entry of it on the way), then one ctrl byte and one slot written. add_new_run does that for
-** consecutive ring slots while the log is empty (a stored slot is then the current one) and the
-** table has room for every new bucket it may need: each element's hash is computed once, when its
-** buckets are prefetched POS_REBUILD_PREFETCH elements ahead, and kept in a small ring until its
-** turn, and the probe is inlined. A copy of an element the index holds joins it where the probe
-** found it (join_copy), and the run goes on. It stops at the end of its room (the caller's
-** general loop grows the table through add_pair, then calls it again) or at an error (in
-** *status: a pair already recorded, or no memory for a copy's record; the pair that failed is
-** not added), and returns how many pairs it added.
+** consecutive ring slots while the log is empty (a stored slot is then the current one): each
+** element's hash is computed once, when its buckets are prefetched POS_REBUILD_PREFETCH elements
+** ahead, and kept in a small ring until its turn, and the probe is inlined. A copy of an element
+** the index holds joins it where the probe found it (join_copy), and the run goes on. It stops at
+** a new element the table has no room for below its load limit (the caller's general loop grows
+** the table through add_pair, then calls it again) or at an error (in *status: a pair already
+** recorded, or no memory for a copy's record; the pair that failed is not added), and returns
+** how many pairs it added.
 ** Measured with a C driver (a run of 10,000 inserted into an index of 100,000 entries, 2^17
 ** buckets, then removed again; callgrind, and the mean time of 200 runs): add_pair took ~200
 ** instructions and 13 ns per element, add_new_run takes ~118 and 9 ns (a run of 100 into 1,000
@@ -802,19 +809,18 @@ static COBS_FLATTEN size_t add_new_run(struct cobs_positions *pos, const void *r
     COBS_DCHECK(pos->log_count == 0);
     *status = COBS_OK;
     const size_t max_load = max_load_of(pos->capacity);
-    const size_t room = max_load > pos->count ? max_load - pos->count : 0;
-    const size_t limit = count < room ? count : room;
+    const size_t room = max_load > pos->count ? max_load - pos->count : 0;   /* new buckets allowed */
     const bool prefetches = pos->capacity >= POS_PREFETCH_MIN_CAPACITY;
     uint64_t hashes[POS_REBUILD_PREFETCH];
-    const size_t primed = limit < POS_REBUILD_PREFETCH ? limit : POS_REBUILD_PREFETCH;
+    const size_t primed = count < POS_REBUILD_PREFETCH ? count : POS_REBUILD_PREFETCH;
     for (size_t j = 0; j < primed; j++) {
         hashes[j] = hash_of(pos, ring_at(ring, (first + j) & mask));
         if (prefetches) prefetch_home(pos, hashes[j]);
     }
-    size_t done = 0;
-    for (; done < limit; done++) {
+    size_t done = 0, placed = 0;
+    for (; done < count; done++) {
         const uint64_t h = hashes[done % POS_REBUILD_PREFETCH];
-        if (done + POS_REBUILD_PREFETCH < limit) {
+        if (done + POS_REBUILD_PREFETCH < count) {
             const uint64_t ahead = hash_of(pos, ring_at(ring, (first + done + POS_REBUILD_PREFETCH) & mask));
             hashes[done % POS_REBUILD_PREFETCH] = ahead;
             if (prefetches) prefetch_home(pos, ahead);
@@ -825,15 +831,15 @@ static COBS_FLATTEN size_t add_new_run(struct cobs_positions *pos, const void *r
         size_t empty = SIZE_MAX;
         const size_t found = probe_for_insert(pos, ring, element, slot, home_of(pos, h), fp, &empty);
         if (found == SIZE_MAX) {
+            if (placed == room) break;   /* the table must grow first: add_pair's */
             fill_bucket(pos, empty, fp, slot);
+            placed++;
         } else if ((*status = join_copy(pos, found, element, slot)) != COBS_OK) {
             break;
         }
     }
     if (done > 0) {
-        /* The largest slot used: first + done - 1, or mask when the run wraps. */
-        const uint64_t last = (uint64_t)first + done - 1;
-        const uint64_t bound = last > mask ? (uint64_t)mask + 1 : last + 1;
+        const uint64_t bound = run_bound(first, done, mask);
         if (bound > pos->slot_bound) pos->slot_bound = bound;
     }
     return done;
@@ -1238,26 +1244,18 @@ cobs_status cobs_positions_rebuild(cobs_positions *pos, const void *ring, uint32
     pos->slot_bound = 0;
     bool partitioned;
     cobs_status status = insert_partitioned(pos, ring, mask, head, count, &partitioned);
-    /* The plain loop asks for the buckets of the element POS_REBUILD_PREFETCH ahead (see there). */
-    const bool prefetches = pos->capacity >= POS_PREFETCH_MIN_CAPACITY;
-    for (size_t i = 0; !partitioned && i < count && status == COBS_OK; i++) {
-        i += add_new_run(pos, ring, mask, (uint32_t)((head + i) & mask), count - i, &status);
-        if (i == count || status != COBS_OK) break;
-        if (prefetches && i + POS_REBUILD_PREFETCH < count) {
-            prefetch_home(pos, hash_of(pos, ring_at(ring, (head + i + POS_REBUILD_PREFETCH) & mask)));
-        }
-        const uint32_t slot = (uint32_t)((head + i) & mask);
-        status = add_pair(pos, ring, ring_at(ring, slot), slot);
+    /* The plain loop (see NEW ELEMENTS IN BULK): the table was sized for every entry above, so
+    ** one bulk call adds them all, unless a copy's record finds no memory. */
+    if (!partitioned && status == COBS_OK && count > 0) {
+        const size_t done = add_new_run(pos, ring, mask, head, count, &status);
+        COBS_CHECK(done == count || status != COBS_OK, "positions: a rebuild's table had no room for its entries");
     }
     if (status != COBS_OK) {
         /* Out of memory for a duplicate record or the scratch: an empty index is consistent (and stale). */
         cobs_positions_clear(pos);
         return COBS_NO_MEMORY;
     }
-    /* The largest slot used: head + count - 1, or mask when the range wraps. */
-    pos->slot_bound = count == 0 ? 0
-                      : (uint64_t)head + count - 1 > mask ? (uint64_t)mask + 1
-                                                          : (uint64_t)head + count;
+    pos->slot_bound = count == 0 ? 0 : run_bound(head, count, mask);
     VERIFY(pos, ring, mask);
     return COBS_OK;
 }

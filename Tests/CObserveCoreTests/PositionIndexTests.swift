@@ -18,6 +18,18 @@ import Testing
         return (ring, index)
     }
 
+    /// Two indexes of the `count` elements in `ring` from `head` on: one rebuilt, one filled by
+    /// inserting each pair on its own (the reference a rebuild must agree with).
+    private func rebuiltAndInsertedOneByOne(_ ring: TestRing, head: UInt32, count: Int) -> (rebuilt: TestPositions, inserted: TestPositions) {
+        let rebuilt = TestPositions(), inserted = TestPositions(capacityHint: count)
+        assertStatus(cobs_positions_rebuild(rebuilt.raw, ring.pointer, ring.mask, head, count), COBS_OK)
+        for i in 0..<count {
+            let slot = (head &+ UInt32(i)) & ring.mask
+            assertStatus(cobs_positions_insert(inserted.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
+        }
+        return (rebuilt, inserted)
+    }
+
     // MARK: Entries
 
     @Test func insertedElementIsFoundAtItsSlot() {
@@ -387,18 +399,33 @@ import Testing
         index.assertInvariants(ring)
     }
 
+    @Test func aRunWhoseCopyFindsNoMemoryLeavesTheIndexAsItWas() {
+        // The bulk path adds 40 new elements, then a copy of an indexed element needs a record:
+        // the allocation fails, the call answers COBS_NO_MEMORY and takes the 40 out again.
+        let allocator = CountingAllocator()
+        let ring = TestRing(mask: 255), index = TestPositions(capacityHint: 200, allocator: allocator.cAllocator)
+        for i in 0..<100 { ring[UInt32(i)] = element(i) }
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 0, 100), COBS_OK)
+        for k in 0..<60 { ring[UInt32(100 + k)] = k == 40 ? element(5) : element(1_000 + k) }
+        allocator.failing = true
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 100, 60), COBS_NO_MEMORY)
+        allocator.failing = false
+        #expect(allocator.failures >= 1)
+        #expect(index.count == 100)
+        #expect(index.slots(ring, element(1_000)) == [] && index.slots(ring, element(5)) == [5])
+        index.assertInvariants(ring)
+        assertStatus(cobs_positions_insert_run(index.raw, ring.pointer, ring.mask, 100, 60), COBS_OK)
+        #expect(index.count == 160 && index.slots(ring, element(5)).sorted() == [5, 140])
+        index.assertInvariants(ring)
+    }
+
     @Test func aRebuildIntoAMillionBucketsAgreesWithInsertingOneByOne() {
         // 600,000 entries need 2^20 buckets: the size from which a rebuild inserts partition by
         // partition (positions.c, REBUILD IN PARTITIONS). The ring wraps; 49,700 elements are there
         // twice and one 302 times, so copies meet in the partitions and become records.
         let count = 600_000, ring = TestRing(mask: (1 << 20) - 1), head: UInt32 = (1 << 20) - 1_000
         for i in 0..<count { ring[(head &+ UInt32(i)) & ring.mask] = element(i < 599_700 ? i % 550_000 : 7) }
-        let rebuilt = TestPositions(), inserted = TestPositions(capacityHint: count)
-        assertStatus(cobs_positions_rebuild(rebuilt.raw, ring.pointer, ring.mask, head, count), COBS_OK)
-        for i in 0..<count {
-            let slot = (head &+ UInt32(i)) & ring.mask
-            assertStatus(cobs_positions_insert(inserted.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
-        }
+        let (rebuilt, inserted) = rebuiltAndInsertedOneByOne(ring, head: head, count: count)
         #expect(rebuilt.count == count)
         rebuilt.assertInvariants(ring)
         var random = SplitMix64(seed: 0xB0_1D)
@@ -412,8 +439,8 @@ import Testing
     }
 
     @Test func aRebuildWithCopiesAgreesWithInsertingOneByOne() {
-        // 50,000 entries (2^16 buckets: the plain loop, which adds new elements in bulk and hands
-        // each copy to the general path, then goes on in bulk). The ring wraps. Every 97th of the
+        // 50,000 entries (2^16 buckets: the plain loop, which adds new elements in bulk and joins
+        // each copy to its element's bucket or record on the way). The ring wraps. Every 97th of the
         // first 29,100 slots holds one of elements 0..<300 (most of which are also in their own
         // slot, so there twice), and every 125th slot element 7 (400 times in all).
         let count = 50_000, ring = TestRing(mask: (1 << 16) - 1), head: UInt32 = (1 << 16) - 7_000
@@ -421,12 +448,7 @@ import Testing
             let id = i % 97 == 0 && i < 29_100 ? i % 300 : i % 125 == 1 ? 7 : i
             ring[(head &+ UInt32(i)) & ring.mask] = element(id)
         }
-        let rebuilt = TestPositions(), inserted = TestPositions(capacityHint: count)
-        assertStatus(cobs_positions_rebuild(rebuilt.raw, ring.pointer, ring.mask, head, count), COBS_OK)
-        for i in 0..<count {
-            let slot = (head &+ UInt32(i)) & ring.mask
-            assertStatus(cobs_positions_insert(inserted.raw, ring.pointer, ring.mask, ring[slot], slot), COBS_OK)
-        }
+        let (rebuilt, inserted) = rebuiltAndInsertedOneByOne(ring, head: head, count: count)
         #expect(rebuilt.count == count)
         rebuilt.assertInvariants(ring)
         for probe in [0, 7, 150, 299, 1_000, 6_999, 7_000, 29_099, 49_999] {
