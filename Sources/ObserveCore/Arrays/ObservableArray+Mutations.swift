@@ -169,10 +169,7 @@ extension ObservableArray {
         let trivial = !capture && _isPOD(Element.self)
         let collect = capture || (!trivial && (k > Self._releasedOneByOneLimit || !_isOneReference(Element.self)))
         if collect {
-            removed = ContiguousArray(unsafeUninitializedCapacity: k) { buffer, initialized in
-                ring.moveOut(from: range.lowerBound, count: k, to: buffer.baseAddress.unsafelyUnwrapped)
-                initialized = k
-            }
+            removed = ring.movedOut(from: range.lowerBound, count: k)
         } else if !trivial {
             for i in range { _keepUntilUnlocked((ring.base + ring.slot(i)).move()) }
         }
@@ -526,10 +523,7 @@ extension ObservableArray {
                 let start = ring.count &- k
                 ring.count = start
                 if _isPOD(Element.self) { return nil }
-                return ContiguousArray(unsafeUninitializedCapacity: k) { removed, initialized in
-                    ring.moveOut(from: start, count: k, to: removed.baseAddress.unsafelyUnwrapped)
-                    initialized = k
-                }
+                return ring.movedOut(from: start, count: k)
             }
             _lock.unlock(movingOnly: Element.self)
             _releaseAfterUnlocking(removed)

@@ -1,4 +1,3 @@
-import Synchronization
 import Dispatch
 
 // Observing an array: its mutations, its elements' properties, and (through the owner's
@@ -319,20 +318,16 @@ extension ObservableArray where Element: KeyValueObservable {
         _lock.withLock { ObjectIdentifier(_storage) }
     }
 
-    /// How many long runs element tracking has copied in on two threads, process-wide (tests:
+    /// How many long runs this array's element tracking has copied in on two threads (tests:
     /// that the shared copy ran).
     @_spi(Testing)
-    public static var _sharedCopyCount: Int { _ElementTrackerBase.sharedCopies.load(ordering: .relaxed) }
-
-    /// The storage slot that holds logical `index` (tests: whether a run wraps around the end
-    /// of the allocation).
-    @_spi(Testing)
-    public func _storageSlot(of index: Int) -> Int {
-        _lock.withLock { _storage.slot(index) }
+    public var _sharedCopyCount: Int {
+        _lock.withLock { (_tracker as? _ElementTracker<Element>)?.sharedCopies ?? 0 }
     }
 
     /// Whether the element-position index has fallen behind the contents and will be rebuilt at
-    /// the next element change (for tests of when a full shift log is folded instead).
+    /// the next element change (for tests of when a full shift log is folded instead, and of
+    /// long removals).
     @_spi(Testing)
     public var _isElementIndexStale: Bool {
         _lock.withLock { _tracker.map { !$0.isIndexed } ?? false }

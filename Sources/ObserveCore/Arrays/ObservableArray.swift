@@ -113,6 +113,13 @@ public final class ObservableArray<Element>: KeyValueObservable, @unchecked Send
     @_spi(Testing)
     public var _isLocked: Bool { _lock.isHeld }
 
+    /// The storage slot that holds logical `index` (tests: whether a run wraps around the end
+    /// of the allocation).
+    @_spi(Testing)
+    public func _storageSlot(of index: Int) -> Int {
+        _lock.withLock { _storage.slot(index) }
+    }
+
     /// Whether the array's lock is biased to the calling thread (tests; `_ArrayLock`).
     internal var _lockIsBiasedToCurrentThread: Bool { _lock.isBiasedToCurrentThread }
 

@@ -45,7 +45,7 @@ internal class _AnyElementTracker<Element>: _ElementTrackerBase, @unchecked Send
     /// present once (lock held).
     func appendModifyRuns(ofElementAt address: UInt, ring: _RingBuffer<Element>, to runs: inout [_ArrayRun]) -> Bool { false }
     /// Whether the position index matches the ring (false once a block move could not be
-    /// recorded; it is rebuilt on next use).
+    /// recorded, or after a long removal; it is rebuilt on next use).
     var isIndexed: Bool { true }
     /// The `count` elements that were in slots from `firstSlot` on moved `delta` slots (the ring
     /// already shows it): recorded by the index (folding a full shift log first when lookups are
@@ -236,7 +236,7 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
             super.copyIn(source, at: index, ring: ring)
             return
         }
-        _ElementTrackerBase.sharedCopies.wrappingAdd(1, ordering: .relaxed)
+        sharedCopies += 1
         let memberBits = _memberBits, positions = _index, addresses = ring.addresses
         let mask = UInt32(ring.mask), first = UInt32(ring.slot(index))
         let chunk = Self._copyChunk
@@ -253,17 +253,21 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
         })
     }
 
+    /// How many runs `copyIn` copied in and indexed on two threads (tests: that the path ran).
+    /// Under the array's lock.
+    @exclusivity(unchecked) private(set) var sharedCopies = 0
+
     /// Elements per chunk of a shared copy (`copyIn`): a few µs each, so that the thread that
     /// indexes waits little for the other's last one.
     static var _copyChunk: Int { 512 }
 
-    /// A long run leaving (more than `_staleRemovalMinimum` elements and a quarter of the array)
-    /// leaves the index stale instead of taking each entry out: a removal's backward shift costs
+    /// A long run leaving (more than `_staleRemovalMinimum` elements, and a quarter of the array
+    /// or more) leaves the index stale instead of taking each entry out: a removal's backward shift costs
     /// ~50 ns per element at 100k (~580 instructions: it re-homes the entries after the hole,
     /// reading the ring for each), a rebuild ~5-9 ns per element left, paid once by the next
     /// element change. Memberships are counted down either way.
     override func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {
-        if !_stale && indices.count > Self._staleRemovalMinimum && indices.count * 4 > ring.count { _stale = true }
+        if !_stale && indices.count > Self._staleRemovalMinimum && indices.count * 4 >= ring.count { _stale = true }
         let addresses = ring.addresses, mask = UInt32(ring.mask)
         for i in indices {
             let slot = ring.slot(i), address = addresses[slot]

@@ -160,10 +160,6 @@ internal class _ElementTrackerBase: @unchecked Sendable {
     final let serial: UInt64 = _ElementTrackerBase._serials.add(1, ordering: .relaxed).newValue
     private static let _serials = Atomic<UInt64>(0)
 
-    /// How many runs element trackers copied in and indexed on two threads
-    /// (`_ElementTracker.copyIn`), process-wide: for tests, that the path ran.
-    static let sharedCopies = Atomic<Int>(0)
-
     /// Element key ids tracked, with their key paths (few: scanned linearly). Written and read
     /// only under the array's lock (the directory keeps its own copy of each key id).
     @exclusivity(unchecked) final var keys: [_ElementKey] = []

@@ -225,6 +225,16 @@ internal final class _RingBuffer<Element>: @unchecked Sendable {
         }
     }
 
+    /// The `count` elements at logical indices `from...`, moved out into a new array in at most
+    /// two runs; their slots become uninitialised.
+    @inlinable @inline(__always)
+    func movedOut(from: Int, count: Int) -> ContiguousArray<Element> {
+        ContiguousArray(unsafeUninitializedCapacity: count) { buffer, initialized in
+            moveOut(from: from, count: count, to: buffer.baseAddress.unsafelyUnwrapped)
+            initialized = count
+        }
+    }
+
     /// Copies `source` into the uninitialised slots at logical indices `index...`, run by run of
     /// the allocation.
     @inlinable @inline(__always)

@@ -155,6 +155,7 @@ struct BulkAndReadOperationTests {
         let token = array.observe { _, change in
             removed.append(change.elements.filter { $0.newIndex == nil }.map(\.element.key))
         }
+        #expect(array._storageSlot(of: 20) == 50 && array._storageSlot(of: 39) == 5, "the run wraps")
         array.removeSubrange(20..<40)                    // slots 50...63, then 0...5
         model.removeSubrange(20..<40)
         #expect(removed == [Array(50..<70)])

@@ -57,6 +57,18 @@ struct ElementObservationTests {
         #expect(firstSeen.count == 2 && secondSeen.count == 3)
     }
 
+    /// The indices (sorted) that each element change of an array's `name` reports, until `stop()`.
+    private final class ElementIndexLog {
+        private(set) var seen: [[Int]] = []
+        private var token: ObservationToken?
+        init(_ array: ObservableArray<Student>) {
+            token = array.observe(elementKeyPaths: [\.name]) { [unowned self] _, change in
+                if change.kind == .elementChanged { self.seen.append(change.elements.map(\.newIndex!).sorted()) }
+            }
+        }
+        func stop() { token?.cancel() }
+    }
+
     @Test("appending a long run to a tracked array (both passes on two threads) indexes every new element, copies included",
           arguments: ObservationBackend.allCases)
     func longAppendOnTwoThreads(backend: ObservationBackend) {
@@ -67,24 +79,20 @@ struct ElementObservationTests {
         run[11_000] = start[7]                           // already in the array: one more index
         run[5] = run[4]                                  // twice within the run
         let array = ObservableArray(start, backend: backend)
-        var seen: [[Int]] = []
-        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
-            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
-        }
-        let sharedCopies = ObservableArray<Student>._sharedCopyCount
+        let log = ElementIndexLog(array)
         array.append(contentsOf: run)
-        #expect(ObservableArray<Student>._sharedCopyCount == sharedCopies + 1, "copied in on two threads")
+        #expect(array._sharedCopyCount == 1, "copied in on two threads")
         array._checkInvariants()
         run[9_000].name = "x"
         start[7].name = "y"
         run[4].name = "z"
-        #expect(seen == [[9_100], [7, 11_100], [104, 105]])
+        #expect(log.seen == [[9_100], [7, 11_100], [104, 105]])
         array.removeLast(12_000)
         array._checkInvariants()
         run[9_000].name = "gone"                         // its membership went with it: nothing reported
         start[7].name = "kept"
-        #expect(seen.count == 4 && seen.last == [7])
-        token.cancel()
+        #expect(log.seen.count == 4 && log.seen.last == [7])
+        log.stop()
     }
 
     @Test("a long run inserted in the middle, across the end of the ring, is copied and indexed on two threads, copies included",
@@ -100,13 +108,9 @@ struct ElementObservationTests {
         run[19_000] = run[18_999]                        // twice within the run
         let array = ObservableArray(roster, backend: backend)
         array.removeFirst(15_000)
-        var seen: [[Int]] = []
-        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
-            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!).sorted()) }
-        }
-        let sharedCopies = ObservableArray<Student>._sharedCopyCount
+        let log = ElementIndexLog(array)
         array.insert(contentsOf: run, at: 2_500)
-        #expect(ObservableArray<Student>._sharedCopyCount == sharedCopies + 1, "copied in on two threads")
+        #expect(array._sharedCopyCount == 1, "copied in on two threads")
         #expect(array._storageSlot(of: 2_500) > array._storageSlot(of: 22_499), "the run wraps around the end of the ring")
         array._checkInvariants()
         #expect(array.count == 25_000 && array[11_500] === run[9_000] && array[24_999] === roster[19_999])
@@ -114,13 +118,13 @@ struct ElementObservationTests {
         roster[15_001].name = "y"
         run[18_999].name = "z"
         roster[19_999].name = "w"
-        #expect(seen == [[11_500], [1, 2_600], [21_499, 21_500], [24_999]])
+        #expect(log.seen == [[11_500], [1, 2_600], [21_499, 21_500], [24_999]])
         array.removeSubrange(2_500..<22_500)
         array._checkInvariants()
         run[9_000].name = "gone"                         // its membership went with it: nothing reported
         roster[15_001].name = "kept"
-        #expect(seen.count == 5 && seen.last == [1])
-        token.cancel()
+        #expect(log.seen.count == 5 && log.seen.last == [1])
+        log.stop()
     }
 
     @Test("removing a long run, a quarter of the array or more, leaves the index to be rebuilt by the next element change; a shorter one takes its entries out",
@@ -130,10 +134,7 @@ struct ElementObservationTests {
         // array make the index stale (a rebuild of what is left costs less than the removals).
         let roster = (0..<8_000).map { Student(backend, "s\($0)") }
         let array = ObservableArray(roster, backend: backend)
-        var seen: [[Int]] = []
-        let token = array.observe(elementKeyPaths: [\.name]) { _, change in
-            if change.kind == .elementChanged { seen.append(change.elements.map(\.newIndex!)) }
-        }
+        let log = ElementIndexLog(array)
         array.removeSubrange(1_000..<2_500)              // 1,500 of 8,000: under a quarter
         var stale = array._isElementIndexStale
         #expect(!stale)
@@ -144,15 +145,27 @@ struct ElementObservationTests {
         roster[1_500].name = "gone"                      // left with the first run: nothing reported
         roster[3_000].name = "gone"                      // left with the second
         roster[5_000].name = "x"                         // now at 5,000 - 3,500
-        #expect(seen == [[1_500]])
+        #expect(log.seen == [[1_500]])
         stale = array._isElementIndexStale
         #expect(!stale, "the element change rebuilt it")
         array._checkInvariants()
-        array.removeFirst(4_000)                         // most of it: stale again, then all of it
+        array.removeSubrange(0..<1_025)                  // 1,025 of 4,500: over 1,024, under a quarter
+        stale = array._isElementIndexStale
+        #expect(!stale)
+        array.removeSubrange(0..<1_000)                  // 1,000 of 3,475: a quarter, but not over 1,024
+        stale = array._isElementIndexStale
+        #expect(!stale)
+        array.removeSubrange(0..<1_100)                  // 1,100 of 2,475: both
+        stale = array._isElementIndexStale
+        #expect(stale)
+        roster[7_999].name = "y"                         // now at 7,999 - 3,500 - 1,025 - 1,000 - 1,100
+        #expect(log.seen == [[1_500], [1_374]])
+        array._checkInvariants()
+        array.removeFirst(1_000)                         // then the rest, in two steps
         array.removeAll()
         roster[7_999].name = "gone too"
-        #expect(seen.count == 1)
-        token.cancel()
+        #expect(log.seen.count == 2)
+        log.stop()
     }
 
     @Test("a change found through a tracker that a handler replaced is not reported to the replacement's observers",
