@@ -262,10 +262,10 @@ internal final class _ElementTracker<Element: KeyValueObservable>: _AnyElementTr
     static var _copyChunk: Int { 512 }
 
     /// A long run leaving (more than `_staleRemovalMinimum` elements, and a quarter of the array
-    /// or more) leaves the index stale instead of taking each entry out: a removal's backward shift costs
-    /// ~50 ns per element at 100k (~580 instructions: it re-homes the entries after the hole,
-    /// reading the ring for each), a rebuild ~5-9 ns per element left, paid once by the next
-    /// element change. Memberships are counted down either way.
+    /// or more) leaves the index stale instead of taking each entry out: a removal's backward
+    /// shift costs ~50 ns per element at 100k (~580 instructions: it re-homes the entries after
+    /// the hole, reading the ring for each), a rebuild ~5-9 ns per element left, paid once by the
+    /// next element change. Memberships are counted down either way.
     override func leave(indices: Range<Int>, ring: _RingBuffer<Element>) {
         if !_stale && indices.count > Self._staleRemovalMinimum && indices.count * 4 >= ring.count { _stale = true }
         let addresses = ring.addresses, mask = UInt32(ring.mask)
