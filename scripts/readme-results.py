@@ -76,7 +76,8 @@ def main():
     scenarios = [("array.setup", "ns per element"), ("array.setup", "heap bytes per element"),
                  ("array.element-change", "ns per change"),
                  ("array.insert-front", "ns per removeLast + insert(at: 0)"),
-                 ("array.append-10k", "ns per appended element"), ("array.batch-100", "per batch of 100 edits"),
+                 ("array.append-10k", "ns per appended element"), ("array.remove-10k", "ns per removed element"),
+                 ("array.batch-100", "per batch of 100 edits"),
                  ("array.unobserved-append", "ns per append"),
                  ("array.unobserved-insert-middle", "ns per insert + remove at N/2"),
                  ("array.unobserved-subscript-set", "ns per set"),
@@ -110,7 +111,8 @@ def main():
     # Heap allocations per op (counted in-process, outside the timed batches) where measured.
     counted = [(s, n, i, r["allocations_per_op"]) for (s, n, i), r in sorted(rows.items())
                if r.get("allocations_per_op") is not None and s in ("array.element-change", "array.element-change-10",
-                                                                    "array.append-10k", "array.mixed")]
+                                                                    "array.append-10k", "array.remove-10k",
+                                                                    "array.mixed")]
     if counted:
         print("| heap allocations per op | N | " + " | ".join(array_impls) + " |")
         print("|---|---:|" + "---:|" * len(array_impls))

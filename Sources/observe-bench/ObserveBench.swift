@@ -115,6 +115,8 @@ struct ObserveBench: ParsableCommand {
                                   observed; N stays fixed (ns per pair)
               array.append-10k    append(contentsOf:) 10,000 elements (ns per
                                   appended element; one change, one run)
+              array.remove-10k    removeLast(10,000) from N + 10,000 (ns per
+                                  removed element; one change, one run)
               array.batch-100     100 seeded random edits delivered as one
                                   coalesced change (ns per batch); vs diff
               replication.batch-100

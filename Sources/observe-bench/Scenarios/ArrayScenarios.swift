@@ -443,36 +443,66 @@ struct ArrayInsertFrontScenario: ArrayScenario {
     }
 }
 
-// MARK: - array.append-10k
+// MARK: - array.append-10k, array.remove-10k
 
 /// `array.append-10k`: `append(contentsOf:)` of 10,000 elements to an observed array of N; one
 /// op is the whole append, figures are per appended element. ObserveCore reports it as one
 /// change of one run (checked: a change with more runs is a warning). The 10,000 are removed
 /// again after each op, outside the clock, so N stays fixed.
+///
+/// `array.remove-10k` (`removes`): the mirror, `removeLast(10,000)` from an observed array of
+/// N + 10,000; the 10,000 are appended before each op, outside the clock. Figures are per
+/// removed element. No target: the row keeps the cost of a long removal in view.
 struct ArrayAppendScenario: ArrayScenario {
     let n: Int
+    var removes = false
     static let appended = 10_000
-    var name: String { "array.append-10k" }
-    var summary: String { "append(contentsOf:) 10,000 elements to an observed array of N (per appended element)" }
+    var name: String { removes ? "array.remove-10k" : "array.append-10k" }
+    var summary: String {
+        removes ? "removeLast(10,000) from an observed array of N + 10,000 (per removed element)"
+            : "append(contentsOf:) 10,000 elements to an observed array of N (per appended element)"
+    }
     var unit: String { "ns per element" }
     var impls: [Impl] { [.c, .swift, .perElementNaive, .plain] }
     var peer: Impl? { .perElementNaive }
     var chartFamily: ChartFamily? {
-        ChartFamily(title: "array.append-10k — append(contentsOf:) 10,000 elements to an observed array of N",
-                    xLabel: "elements (N)", yLabel: "ns per appended element")
+        removes
+            ? ChartFamily(title: "array.remove-10k — removeLast(10,000) from an observed array of N + 10,000",
+                          xLabel: "elements (N)", yLabel: "ns per removed element")
+            : ChartFamily(title: "array.append-10k — append(contentsOf:) 10,000 elements to an observed array of N",
+                          xLabel: "elements (N)", yLabel: "ns per appended element")
     }
     var notes: [String] {
-        ["one op = one append(contentsOf:) of 10,000; figures per appended element; removeLast(10,000) afterwards "
-         + "is not timed. c/swift: every append is checked to arrive as one change of one run of 10,000.",
-         "c/swift: the run is copied in by two threads sharing its chunks, then indexed on one while the other "
-         + "counts one membership per element (DispatchQueue.concurrentPerform, as setup's passes), so ns/element "
-         + "is wall time."]
+        removes
+            ? ["one op = one removeLast(10,000) of the elements appended last; figures per removed element; the "
+               + "append(contentsOf:) before it is not timed. c/swift: every removal is checked to arrive as one change "
+               + "of one run of 10,000.",
+               "c/swift: the removed elements are moved out in bulk for the change and each one's membership is "
+               + "counted down. At 100k each position-index entry is taken out (a backward-shift deletion, ~580 "
+               + "instructions at the table's 84% load); at 1k and 10k the run is more than a quarter of the array, "
+               + "so the index is left to one rebuild at the next element change, which this row never makes (the "
+               + "ops-scaling rows time index upkeep with element changes)."]
+            : ["one op = one append(contentsOf:) of 10,000; figures per appended element; removeLast(10,000) afterwards "
+               + "is not timed. c/swift: every append is checked to arrive as one change of one run of 10,000.",
+               "c/swift: the run is copied in by two threads sharing its chunks, then indexed on one while the other "
+               + "counts one membership per element (DispatchQueue.concurrentPerform, as setup's passes), so ns/element "
+               + "is wall time."]
     }
 
     func sampling(_ impl: Impl, _ config: RunConfig) -> Sampling { heavySampling(config) }
 
+    /// The timed edit and the untimed one that undoes it, for `count` ops of `k` elements.
+    private func edits(append: @escaping () -> Void, removeLast: @escaping (Int) -> Void, k: Int)
+    -> (run: (Int) -> Void, prepare: ((Int) -> Void)?, finish: ((Int) -> Void)?) {
+        if removes {
+            return ({ count in for _ in 0..<count { removeLast(k) } },
+                    { count in for _ in 0..<count { append() } }, nil)
+        }
+        return ({ count in for _ in 0..<count { append() } }, nil, { count in removeLast(count * k) })
+    }
+
     func makeFixture(_ impl: Impl, _ config: RunConfig) -> Fixture {
-        let n = self.n, k = Self.appended, label = "array.append-10k/\(impl.rawValue)"
+        let n = self.n, k = Self.appended, label = "\(name)/\(impl.rawValue)"
         let sink = Sink()
         var ops = 0
         // Each op: one append change (one run of k) and one removal change (one run of k).
@@ -492,47 +522,42 @@ struct ArrayAppendScenario: ArrayScenario {
                 if runs.count != 1 { multiRun += 1 }
                 for run in runs { sink.add(run.range.count) }
             }
+            let edit = edits(append: { array.append(contentsOf: spares) }, removeLast: { array.removeLast($0) }, k: k)
             return Fixture(runBatch: { count in
-                for _ in 0..<count { array.append(contentsOf: spares) }
+                edit.run(count)
                 ops += count
             }, tearDown: {
                 token.cancel()
                 array._checkInvariants()
                 if multiRun > 0 { return "\(label): \(multiRun) change(s) had more than one run" }
                 return check()
-            }, finishBatch: { count in
-                array.removeLast(count * k)
-            }, itemsPerOp: k)
+            }, prepareBatch: edit.prepare, finishBatch: edit.finish, itemsPerOp: k)
 
         case .perElementNaive:
             freshNaiveTable()
             let pool = StudentPool.naiveStudents()
             let spares = Array(pool[StudentPool.spareBase..<(StudentPool.spareBase + k)])
             let peer = NaiveObservedArray(pool[0..<n], indexing: .map) { change in sink.add(change.count) }
+            let edit = edits(append: { peer.append(contentsOf: spares) }, removeLast: { peer.removeLast($0) }, k: k)
             return Fixture(runBatch: { count in
-                for _ in 0..<count { peer.append(contentsOf: spares) }
+                edit.run(count)
                 ops += count
             }, tearDown: {
                 let consistent = peer.mapIsConsistent()
                 peer.cancelAll()
                 freshNaiveTable()
                 return consistent ? check() : "\(label): the index map disagrees with the array"
-            }, finishBatch: { count in
-                peer.removeLast(count * k)
-            }, itemsPerOp: k)
+            }, prepareBatch: edit.prepare, finishBatch: edit.finish, itemsPerOp: k)
 
         case .plain:
             let pool = StudentPool.kvoStudents(.c)
             let spares = Array(pool[StudentPool.spareBase..<(StudentPool.spareBase + k)])
             var array = Array(pool[0..<n])
-            return Fixture(runBatch: { count in
-                for _ in 0..<count { array.append(contentsOf: spares) }
-            }, tearDown: {
+            let edit = edits(append: { array.append(contentsOf: spares) }, removeLast: { array.removeLast($0) }, k: k)
+            return Fixture(runBatch: edit.run, tearDown: {
                 blackHole(array.count)
                 return nil
-            }, finishBatch: { count in
-                array.removeLast(count * k)
-            }, itemsPerOp: k)
+            }, prepareBatch: edit.prepare, finishBatch: edit.finish, itemsPerOp: k)
 
         default:
             preconditionFailure("\(impl) does not apply to \(name)")

@@ -1,7 +1,7 @@
 /// Every scenario the CLI knows, by name.
 ///
 /// The array scenarios (`array.setup`, `array.element-change`, `array.element-change-10`,
-/// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.batch-100`,
+/// `array.element-change-repeated`, `array.insert-front`, `array.append-10k`, `array.remove-10k`, `array.batch-100`,
 /// the unobserved ones and the `array.ops-scaling.*` rows) run at every size of `--elements`
 /// (default 1k / 10k / 100k): one `Scenario` instance per size, sharing the name and a chart
 /// family over "elements (N)" (the scaling rows draw none). `array.ops-scaling` names all nine
@@ -11,7 +11,7 @@
 enum ScenarioCatalog {
     static let arrayScenarioNames = [
         "array.setup", "array.element-change", "array.element-change-10", "array.element-change-repeated",
-        "array.insert-front", "array.append-10k", "array.batch-100",
+        "array.insert-front", "array.append-10k", "array.remove-10k", "array.batch-100",
         "array.unobserved-append", "array.unobserved-insert-middle", "array.unobserved-subscript-set", "array.iterate",
         "array.unobserved-sort", "array.unobserved-reverse",
         "replication.batch-100",
@@ -100,6 +100,7 @@ enum ScenarioCatalog {
         case "array.element-change-repeated": return elementCounts.map { ArrayElementChangeRepeatedScenario(n: $0) }
         case "array.insert-front": return elementCounts.map { ArrayInsertFrontScenario(n: $0) }
         case "array.append-10k": return elementCounts.map { ArrayAppendScenario(n: $0) }
+        case "array.remove-10k": return elementCounts.map { ArrayAppendScenario(n: $0, removes: true) }
         case "array.batch-100": return elementCounts.map { ArrayBatchScenario(n: $0) }
         case "array.mixed": return elementCounts.map { ArrayMixedScenario(n: $0) }
         case "replication.batch-100": return elementCounts.map { ReplicationScenario(n: $0) }
