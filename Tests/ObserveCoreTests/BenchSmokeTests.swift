@@ -40,7 +40,7 @@ struct BenchSmokeTests {
         for heading in ["set.0 —", "set.1 —", "set.10 —", "set.1-macro —", "register.remove —", "register.same-key.tokens —",
                         "register.same-key.observers —", "register.same-key.contexts —", "register.memory —",
                         "threads.2-distinct —", "array.setup —", "array.element-change —", "array.insert-front —",
-                        "array.append-10k —", "array.batch-100 —", "Targets"] {
+                        "array.append-10k —", "array.remove-10k —", "array.batch-100 —", "Targets"] {
             #expect(table.contains(heading), "the table has no section \(heading)")
         }
         #expect(progress.contains("rep 1/2"), "progress lines go to stderr")
@@ -92,6 +92,7 @@ struct BenchSmokeTests {
             ("array.element-change", ["c", "swift", "per-element-naive", "scan", "observation"]),
             ("array.insert-front", ["c", "swift", "per-element-naive", "plain"]),
             ("array.append-10k", ["c", "swift", "per-element-naive", "plain"]),
+            ("array.remove-10k", ["c", "swift", "per-element-naive", "plain"]),
             ("array.batch-100", ["c", "swift", "diff", "plain"]),
         ]
         for (scenario, impls) in arrays {
@@ -146,10 +147,10 @@ struct BenchSmokeTests {
         let svg = try String(contentsOf: chart, encoding: .utf8)
         #expect(svg.hasPrefix("<svg"))
         // set.N: 5 lines; array.setup: 5 (time) + 5 (bytes); element-change: 5; insert-front,
-        // append-10k, batch-100: 4 each.
-        #expect(svg.components(separatedBy: "<polyline").count - 1 >= 5 + 5 + 5 + 5 + 4 + 4 + 4)
+        // append-10k, remove-10k, batch-100: 4 each.
+        #expect(svg.components(separatedBy: "<polyline").count - 1 >= 5 + 5 + 5 + 5 + 4 + 4 + 4 + 4)
         for title in ["array.setup —", "array.element-change —", "array.insert-front —", "array.append-10k —",
-                      "array.batch-100 —"] {
+                      "array.remove-10k —", "array.batch-100 —"] {
             #expect(svg.contains(title), "the chart has no panel \(title)")
         }
     }
